@@ -1,0 +1,31 @@
+# The two commands a newcomer needs: `make demo` and `make test` (each sets up first).
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup demo test unit integration lint bench clean
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	$(PY) -m airflow_provider_kafkaspark.demo
+
+test: setup
+	$(PY) -m pytest tests -ra
+
+unit: setup
+	$(PY) -m pytest tests/unit -ra
+
+integration: setup
+	$(PY) -m pytest tests/integration -ra
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+bench: setup
+	$(PY) benchmarks/run.py broker_throughput
+
+clean:
+	rm -rf .local .pytest_cache .mypy_cache .ruff_cache

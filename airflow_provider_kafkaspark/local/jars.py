@@ -1,0 +1,188 @@
+"""Where the JVM parts live: Java itself, the Kafka broker jars and the Spark connector jars.
+
+The jars are resolved from Maven Central with `mvn` (Spark's own `--packages` download is
+not used: it does not go through Maven's settings) into a cache folder, by default
+`.cache/jars` at the top of the source tree, or `$KAFKASPARK_JARS_DIR`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from airflow_provider_kafkaspark.errors import JarsNotFoundError, JavaNotFoundError
+from airflow_provider_kafkaspark.versions import (
+    KAFKA_BROKER_ARTIFACTS,
+    SPARK_CONNECTOR_ARTIFACTS,
+)
+
+JARS_DIR_ENV = "KAFKASPARK_JARS_DIR"
+MIN_JAVA_MAJOR = 17
+SETUP_HINT = "run `make setup` (or `kafkaspark local jars resolve`)"
+_COMPLETE_MARKER = ".complete.json"
+
+# One bundle per folder: name -> (artifacts, resolve transitively?)
+BUNDLES: dict[str, tuple[tuple[str, ...], bool]] = {
+    "kafka": (KAFKA_BROKER_ARTIFACTS, True),
+    "spark-kafka": (SPARK_CONNECTOR_ARTIFACTS, False),
+}
+
+
+def default_jars_dir() -> Path:
+    env = os.environ.get(JARS_DIR_ENV)
+    if env:
+        return Path(env)
+    # The source tree's top: airflow_provider_kafkaspark/local/jars.py -> ../../..
+    return Path(__file__).resolve().parents[2] / ".cache" / "jars"
+
+
+def find_java() -> Path:
+    """The `java` of `$JAVA_HOME`, else of `PATH`; Java 17 or newer."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if not candidate.is_file():
+            raise JavaNotFoundError(
+                f"Java not found: JAVA_HOME={java_home} has no bin/java; "
+                f"point JAVA_HOME at a Java {MIN_JAVA_MAJOR}+ installation"
+            )
+        java = candidate
+    else:
+        found = shutil.which("java")
+        if not found:
+            raise JavaNotFoundError(
+                f"Java not found: no `java` on PATH and JAVA_HOME is unset; "
+                f"install Java {MIN_JAVA_MAJOR}+ or set JAVA_HOME"
+            )
+        java = Path(found)
+    major = java_major_version(java)
+    if major < MIN_JAVA_MAJOR:
+        raise JavaNotFoundError(
+            f"Java {major} at {java} is too old: Kafka 4 and Spark 4 need Java {MIN_JAVA_MAJOR}+"
+        )
+    return java
+
+
+def java_major_version(java: Path) -> int:
+    try:
+        out = subprocess.run(
+            [str(java), "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except OSError as exc:
+        raise JavaNotFoundError(f"Java at {java} cannot run: {exc}") from exc
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not match:
+        raise JavaNotFoundError(f"Java at {java} did not report a version")
+    first = int(match.group(1))
+    # Java 8 and older report "1.8.0_x".
+    return int(match.group(2) or 0) if first == 1 else first
+
+
+def bundle_jars(bundle: str, jars_dir: Path | None = None) -> list[Path]:
+    """The jars of one resolved bundle; raises `JarsNotFoundError` naming the folder."""
+    folder = (jars_dir or default_jars_dir()) / bundle
+    marker = folder / _COMPLETE_MARKER
+    if not marker.is_file():
+        raise JarsNotFoundError(f"{bundle} jars not found in {folder}: {SETUP_HINT}")
+    expected = list(BUNDLES[bundle][0])
+    recorded = json.loads(marker.read_text())["artifacts"]
+    if recorded != expected:
+        raise JarsNotFoundError(
+            f"{bundle} jars in {folder} were resolved for {recorded}, "
+            f"this package needs {expected}: {SETUP_HINT}"
+        )
+    jars = sorted(folder.glob("*.jar"))
+    if not jars:
+        raise JarsNotFoundError(f"{bundle} jars not found in {folder}: {SETUP_HINT}")
+    return jars
+
+
+def kafka_classpath(jars_dir: Path | None = None) -> str:
+    return os.pathsep.join(str(j) for j in bundle_jars("kafka", jars_dir))
+
+
+def spark_connector_jars(jars_dir: Path | None = None) -> list[Path]:
+    return bundle_jars("spark-kafka", jars_dir)
+
+
+def _pom(bundle: str, artifacts: tuple[str, ...], transitive: bool) -> str:
+    deps = []
+    for coordinate in artifacts:
+        group, artifact, version = coordinate.split(":")
+        exclusions = (
+            ""
+            if transitive
+            else "<exclusions><exclusion><groupId>*</groupId>"
+            "<artifactId>*</artifactId></exclusion></exclusions>"
+        )
+        deps.append(
+            f"<dependency><groupId>{escape(group)}</groupId>"
+            f"<artifactId>{escape(artifact)}</artifactId>"
+            f"<version>{escape(version)}</version>{exclusions}</dependency>"
+        )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">'
+        "<modelVersion>4.0.0</modelVersion>"
+        f"<groupId>kafkaspark.local</groupId><artifactId>{bundle}</artifactId>"
+        "<version>0</version><packaging>pom</packaging>"
+        f"<dependencies>{''.join(deps)}</dependencies></project>\n"
+    )
+
+
+def resolve_jars(jars_dir: Path | None = None, *, force: bool = False) -> dict[str, Path]:
+    """Resolve every bundle with `mvn` into `jars_dir`; a complete bundle is kept as is.
+
+    Each bundle is copied into a temporary folder and renamed into place, so a failed or
+    interrupted run never leaves a folder that looks complete.
+    """
+    root = jars_dir or default_jars_dir()
+    mvn = shutil.which("mvn")
+    done: dict[str, Path] = {}
+    for bundle, (artifacts, transitive) in BUNDLES.items():
+        target = root / bundle
+        if not force:
+            try:
+                bundle_jars(bundle, root)
+                done[bundle] = target
+                continue
+            except JarsNotFoundError:
+                pass
+        if not mvn:
+            raise JarsNotFoundError(
+                f"{bundle} jars not found in {target} and `mvn` is not on PATH to resolve them"
+            )
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=root, prefix=f".{bundle}-") as tmp:
+            work = Path(tmp)
+            (work / "pom.xml").write_text(_pom(bundle, artifacts, transitive))
+            out = work / "jars"
+            proc = subprocess.run(
+                [
+                    mvn,
+                    "-q",
+                    "-B",
+                    "-f",
+                    str(work / "pom.xml"),
+                    "dependency:copy-dependencies",
+                    f"-DoutputDirectory={out}",
+                    "-DincludeScope=runtime",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if proc.returncode != 0:
+                tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+                raise JarsNotFoundError(f"mvn could not resolve the {bundle} jars:\n{tail}")
+            (out / _COMPLETE_MARKER).write_text(json.dumps({"artifacts": list(artifacts)}))
+            if target.exists():
+                shutil.rmtree(target)
+            out.rename(target)
+        done[bundle] = target
+    return done

@@ -1,0 +1,435 @@
+"""A real Apache Kafka cluster in KRaft mode on loopback, for demos, tests and benchmarks.
+
+Each node runs as broker and controller in one JVM (combined mode) with its own ports and
+data folder, so a 3-node cluster keeps its controller quorum when one node dies. The
+cluster's layout is kept in `<base_dir>/cluster.json`, which lets a later process (the CLI's
+`stop` or `status`) find the nodes again; data survives a stop and a restart.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kafkaspark.errors import BrokerStartError, PortInUseError
+from airflow_provider_kafkaspark.local.jars import find_java, kafka_classpath
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+STATE_FILE = "cluster.json"
+DEFAULT_HEAP = "512m"
+
+_LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = out
+logger.kafka.name = kafka
+logger.kafka.level = WARN
+logger.apache.name = org.apache.kafka
+logger.apache.level = WARN
+logger.server.name = kafka.server.KafkaRaftServer
+logger.server.level = INFO
+"""
+
+
+@dataclass
+class KafkaNode:
+    node_id: int
+    port: int
+    controller_port: int
+    data_dir: str
+    pid: int | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
+@dataclass
+class _ClusterState:
+    cluster_id: str
+    nodes: list[KafkaNode]
+    broker_config: dict[str, str] = field(default_factory=dict)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+def _new_cluster_id() -> str:
+    # Kafka wants a base64url-encoded 16-byte UUID without padding (22 characters).
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); its /proc state says it is gone.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+    # Guard against a reused pid: the process must be one of our brokers.
+    return b"kafka.Kafka" in cmdline
+
+
+class LocalKafkaCluster:
+    """1 to N real Kafka nodes on loopback. Use as a context manager or start()/stop()."""
+
+    def __init__(
+        self,
+        base_dir: str | os.PathLike[str],
+        *,
+        brokers: int = 1,
+        port: int | None = None,
+        broker_config: Mapping[str, str] | None = None,
+        heap: str = DEFAULT_HEAP,
+        jars_dir: Path | None = None,
+    ) -> None:
+        if brokers < 1:
+            raise ValueError(f"brokers must be 1 or more, got {brokers}")
+        self.base_dir = Path(base_dir).resolve()
+        self.heap = heap
+        self.jars_dir = jars_dir
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}
+        existing = self._load_state()
+        if existing is not None:
+            self._state = existing
+            if broker_config:
+                self._state.broker_config.update(broker_config)
+        else:
+            nodes = []
+            for i in range(brokers):
+                node_id = i + 1
+                nodes.append(
+                    KafkaNode(
+                        node_id=node_id,
+                        port=(port + i) if port else _free_port(),
+                        controller_port=(port + 100 + i) if port else _free_port(),
+                        data_dir=str(self.base_dir / f"node-{node_id}" / "data"),
+                    )
+                )
+            self._state = _ClusterState(_new_cluster_id(), nodes, dict(broker_config or {}))
+
+    # -- description ---------------------------------------------------------------
+
+    @classmethod
+    def attach(cls, base_dir: str | os.PathLike[str]) -> LocalKafkaCluster:
+        """The cluster described by `<base_dir>/cluster.json` (started by another process)."""
+        path = Path(base_dir).resolve() / STATE_FILE
+        if not path.is_file():
+            raise BrokerStartError(f"no local Kafka cluster at {path.parent}: {path} is missing")
+        return cls(base_dir)
+
+    @property
+    def nodes(self) -> list[KafkaNode]:
+        return list(self._state.nodes)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.address for n in self._state.nodes)
+
+    def node(self, node_id: int) -> KafkaNode:
+        for n in self._state.nodes:
+            if n.node_id == node_id:
+                return n
+        raise KeyError(f"no node {node_id} in the cluster at {self.base_dir}")
+
+    def is_running(self, node_id: int) -> bool:
+        return _pid_alive(self.node(node_id).pid)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "base_dir": str(self.base_dir),
+            "cluster_id": self._state.cluster_id,
+            "bootstrap_servers": self.bootstrap_servers,
+            "nodes": [
+                {
+                    "node_id": n.node_id,
+                    "address": n.address,
+                    "controller_port": n.controller_port,
+                    "pid": n.pid,
+                    "running": _pid_alive(n.pid),
+                    "data_dir": n.data_dir,
+                }
+                for n in self._state.nodes
+            ],
+        }
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self, timeout: float = 90.0) -> LocalKafkaCluster:
+        """Format new nodes, start every node that is not running, wait until all answer."""
+        java = find_java()
+        classpath = kafka_classpath(self.jars_dir)
+        to_start = [n for n in self._state.nodes if not _pid_alive(n.pid)]
+        for n in to_start:
+            for port, what in ((n.port, "listener"), (n.controller_port, "controller")):
+                if port_in_use(port):
+                    raise PortInUseError(
+                        f"port {port} ({what} of Kafka node {n.node_id}) is already in use: "
+                        f"stop what holds it or choose another port (--port)"
+                    )
+        for n in to_start:
+            self._start_node(n, java, classpath)
+        self._save_state()
+        self.wait_ready([n.node_id for n in self._state.nodes], timeout=timeout)
+        return self
+
+    def start_broker(self, node_id: int, timeout: float = 90.0) -> None:
+        """(Re)start one node on its existing data folder and wait until it rejoins."""
+        n = self.node(node_id)
+        if _pid_alive(n.pid):
+            return
+        if port_in_use(n.port):
+            raise PortInUseError(
+                f"port {n.port} (listener of Kafka node {node_id}) is already in use"
+            )
+        self._start_node(n, find_java(), kafka_classpath(self.jars_dir))
+        self._save_state()
+        self.wait_ready([node_id], timeout=timeout)
+
+    def stop_broker(self, node_id: int, timeout: float = 30.0) -> None:
+        """Graceful stop (SIGTERM: controlled shutdown), forced after `timeout` seconds."""
+        n = self.node(node_id)
+        self._signal_and_wait(n, signal.SIGTERM, timeout)
+        n.pid = None
+        self._save_state()
+
+    def kill_broker(self, node_id: int) -> None:
+        """SIGKILL one node, as a crash would."""
+        n = self.node(node_id)
+        self._signal_and_wait(n, signal.SIGKILL, 10.0)
+        n.pid = None
+        self._save_state()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop every node: all get SIGTERM at once, the stragglers SIGKILL."""
+        running = [n for n in self._state.nodes if _pid_alive(n.pid)]
+        for n in running:
+            self._send(n, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for n in running:
+            self._wait_exit(n, max(0.0, deadline - time.monotonic()))
+        for n in running:
+            if _pid_alive(n.pid):
+                log.warning("Kafka node %s did not stop in %ss: killing it", n.node_id, timeout)
+                self._signal_and_wait(n, signal.SIGKILL, 10.0)
+            n.pid = None
+        self._save_state()
+
+    def wait_ready(self, node_ids: list[int], timeout: float = 90.0) -> None:
+        """Until each node in `node_ids` answers a metadata request itself and lists itself.
+
+        Asking the node directly matters after a restart: the other nodes keep listing a
+        dead broker until its session times out, so the cluster's view alone proves nothing.
+        """
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        missing = set(node_ids)
+        while missing:
+            for node_id in sorted(missing):
+                if not _pid_alive(self.node(node_id).pid):
+                    raise BrokerStartError(
+                        f"Kafka node {node_id} exited during start-up; "
+                        f"last lines of {self.log_file(node_id)}:\n{self.log_tail(node_id)}"
+                    )
+                # A new client each time: a client that already knows the other brokers may
+                # send its next request to one of them instead.
+                admin = AdminClient(
+                    {"bootstrap.servers": self.node(node_id).address, "log_level": 0}
+                )
+                try:
+                    metadata = admin.list_topics(timeout=1)
+                except Exception:  # noqa: BLE001 - not answering yet is the normal case here
+                    continue
+                if metadata.orig_broker_id == node_id and node_id in metadata.brokers:
+                    missing.discard(node_id)
+            if missing and time.monotonic() > deadline:
+                raise BrokerStartError(
+                    f"Kafka nodes {sorted(missing)} did not answer metadata within {timeout}s; "
+                    f"see {self.base_dir}/node-*/server.log"
+                )
+            if missing:
+                time.sleep(0.3)
+
+    def __enter__(self) -> LocalKafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- logs --------------------------------------------------------------------------
+
+    def log_file(self, node_id: int) -> Path:
+        return self.base_dir / f"node-{node_id}" / "server.log"
+
+    def log_tail(self, node_id: int, lines: int = 20) -> str:
+        try:
+            text = self.log_file(node_id).read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    # -- internals --------------------------------------------------------------------
+
+    def _node_config(self, n: KafkaNode) -> dict[str, str]:
+        count = len(self._state.nodes)
+        voters = ",".join(f"{m.node_id}@{HOST}:{m.controller_port}" for m in self._state.nodes)
+        config = {
+            "process.roles": "broker,controller",
+            "node.id": str(n.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{HOST}:{n.port},CONTROLLER://{HOST}:{n.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{n.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": n.data_dir,
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": str(min(3, count)),
+            "offsets.topic.num.partitions": "10",
+            "transaction.state.log.replication.factor": str(min(3, count)),
+            "transaction.state.log.min.isr": str(min(2, count)),
+            "transaction.state.log.num.partitions": "10",
+            "share.coordinator.state.topic.replication.factor": str(min(3, count)),
+            "share.coordinator.state.topic.min.isr": str(min(2, count)),
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        config.update(self._state.broker_config)
+        return config
+
+    def _start_node(self, n: KafkaNode, java: Path, classpath: str) -> None:
+        node_dir = self.base_dir / f"node-{n.node_id}"
+        node_dir.mkdir(parents=True, exist_ok=True)
+        props = node_dir / "server.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in self._node_config(n).items()))
+        log4j = node_dir / "log4j2.properties"
+        log4j.write_text(_LOG4J2)
+        jvm = [
+            str(java),
+            f"-Xmx{self.heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={log4j}",
+            f"-Dkafka.logs.dir={node_dir}",
+            "-cp",
+            classpath,
+        ]
+        if not (Path(n.data_dir) / "meta.properties").is_file():
+            fmt = subprocess.run(
+                [
+                    *jvm,
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    self._state.cluster_id,
+                    "-c",
+                    str(props),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if fmt.returncode != 0:
+                raise BrokerStartError(
+                    f"formatting Kafka node {n.node_id} data dir {n.data_dir} failed: "
+                    f"{(fmt.stderr or fmt.stdout).strip()[-2000:]}"
+                )
+        with open(node_dir / "server.log", "ab") as out:
+            proc = subprocess.Popen(
+                [*jvm, "kafka.Kafka", str(props)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                # Its own session: a CLI-started cluster outlives the CLI, and a Ctrl-C
+                # in the caller's terminal does not hit the brokers.
+                start_new_session=True,
+            )
+        self._procs[n.node_id] = proc
+        n.pid = proc.pid
+        log.info("started Kafka node %s (pid %s) on %s", n.node_id, proc.pid, n.address)
+
+    def _send(self, n: KafkaNode, sig: signal.Signals) -> None:
+        if n.pid and _pid_alive(n.pid):
+            try:
+                os.kill(n.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def _wait_exit(self, n: KafkaNode, timeout: float) -> bool:
+        proc = self._procs.get(n.node_id)
+        deadline = time.monotonic() + timeout
+        while _pid_alive(n.pid):
+            if proc is not None and proc.poll() is not None:
+                break
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        if proc is not None:
+            proc.wait()  # reap our own child so it does not linger as a zombie
+            self._procs.pop(n.node_id, None)
+        return True
+
+    def _signal_and_wait(self, n: KafkaNode, sig: signal.Signals, timeout: float) -> None:
+        self._send(n, sig)
+        if not self._wait_exit(n, timeout) and sig != signal.SIGKILL:
+            log.warning("Kafka node %s did not stop in %ss: killing it", n.node_id, timeout)
+            self._send(n, signal.SIGKILL)
+            self._wait_exit(n, 10.0)
+
+    def _load_state(self) -> _ClusterState | None:
+        path = self.base_dir / STATE_FILE
+        if not path.is_file():
+            return None
+        raw = json.loads(path.read_text())
+        return _ClusterState(
+            cluster_id=raw["cluster_id"],
+            nodes=[KafkaNode(**n) for n in raw["nodes"]],
+            broker_config=raw.get("broker_config", {}),
+        )
+
+    def _save_state(self) -> None:
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        path = self.base_dir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self._state), indent=2))
+        tmp.replace(path)

@@ -1,0 +1,80 @@
+"""A local-mode SparkSession with the Kafka connector jars on its classpath."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from airflow_provider_kafkaspark.errors import LocalStackError
+from airflow_provider_kafkaspark.local.jars import find_java, spark_connector_jars
+from airflow_provider_kafkaspark.versions import SPARK_VERSION
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Small local defaults: 2 cores, few shuffle partitions, no UI port to collide on.
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "1g",
+    "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+    "spark.ui.showConsoleProgress": "false",
+    # Loopback only: the local stack must not depend on how the host name resolves.
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+
+
+def check_pyspark_version() -> str:
+    """pyspark's version, which must equal the connector's; raises naming both if not."""
+    import pyspark
+
+    found = str(pyspark.__version__)
+    if found != SPARK_VERSION:
+        raise LocalStackError(
+            f"pyspark {found} is installed but the Kafka connector jars are for "
+            f"{SPARK_VERSION}: run `make setup` (pyspark-client may have overwritten pyspark)"
+        )
+    return found
+
+
+def python_env() -> dict[str, str]:
+    """The variables that make Spark run this interpreter on loopback."""
+    return {
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+
+
+def spark_jars_option(jars_dir: Path | None = None) -> str:
+    """The comma-separated value for `spark.jars` / `spark-submit --jars`."""
+    return ",".join(str(j) for j in spark_connector_jars(jars_dir))
+
+
+def local_spark_session(
+    app_name: str = "kafkaspark",
+    *,
+    master: str = "local[2]",
+    conf: Mapping[str, str] | None = None,
+    jars_dir: Path | None = None,
+) -> SparkSession:
+    """A SparkSession in local mode that can read and write Kafka."""
+    find_java()
+    check_pyspark_version()
+    jars = spark_jars_option(jars_dir)
+    for key, value in python_env().items():
+        os.environ.setdefault(key, value)
+
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(app_name).config("spark.jars", jars)
+    for key, value in {**LOCAL_DEFAULTS, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session

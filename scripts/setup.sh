@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Sets up everything on a fresh machine, idempotently:
+#   .venv/         Python environment with this package (editable), Airflow, pyspark, tools
+#   .cache/jars/   Kafka broker jars and the Spark Kafka connector, resolved with mvn
+# A second run skips what is already complete.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+VENV=".venv"
+STAMP="$VENV/.kafkaspark-setup"
+
+command -v java >/dev/null 2>&1 || [ -n "${JAVA_HOME:-}" ] || {
+  echo "setup: Java 17+ is needed (Kafka 4 and Spark 4 run on it): install it or set JAVA_HOME" >&2
+  exit 1
+}
+command -v mvn >/dev/null 2>&1 || {
+  echo "setup: mvn is needed to resolve the Kafka and Spark jars from Maven Central" >&2
+  exit 1
+}
+
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+
+want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing Python packages into $VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -e ".[dev]"
+  # apache-airflow-providers-apache-spark pulls pyspark-client, which writes into the same
+  # pyspark/ folder as pyspark; reinstalling pyspark last restores its files (and jars/).
+  spark_version="$("$VENV/bin/python" -c 'from airflow_provider_kafkaspark.versions import SPARK_VERSION; print(SPARK_VERSION)')"
+  "$VENV/bin/python" -m pip install -q --no-deps --force-reinstall "pyspark==$spark_version"
+  echo "$want" > "$STAMP"
+fi
+
+"$VENV/bin/python" - <<'PY'
+import pathlib, pyspark
+from airflow_provider_kafkaspark.versions import SPARK_VERSION
+jars = pathlib.Path(pyspark.__file__).parent / "jars"
+assert pyspark.__version__ == SPARK_VERSION, f"pyspark {pyspark.__version__} != {SPARK_VERSION}"
+assert any(jars.glob("spark-core_*.jar")), f"pyspark's jars are missing from {jars}"
+print(f"setup: pyspark {pyspark.__version__} with its jars")
+PY
+
+"$VENV/bin/kafkaspark" local jars resolve | sed 's/^/setup: jars /'

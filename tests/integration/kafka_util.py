@@ -1,0 +1,82 @@
+"""Small helpers the integration tests share: topics, producing, reading back."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def create_topic(
+    bootstrap: str, topic: str, partitions: int, replication: int = 1, **config: str
+) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=replication, config=config)
+    for future in admin.create_topics([new], operation_timeout=30).values():
+        future.result()
+
+
+def produce_numbered(
+    bootstrap: str, topic: str, count: int, start: int = 0, **extra: Any
+) -> Counter[int]:
+    """Produce values str(start)..str(start+count-1); returns records acked per partition."""
+    acked: Counter[int] = Counter()
+    errors: list[str] = []
+
+    def on_delivery(err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+        else:
+            acked[msg.partition()] += 1
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **extra})
+    for i in range(start, start + count):
+        producer.produce(topic, key=str(i).encode(), value=str(i).encode(), on_delivery=on_delivery)
+        producer.poll(0)
+    remaining = producer.flush(60)
+    assert remaining == 0 and not errors, f"undelivered={remaining} errors={errors[:3]}"
+    return acked
+
+
+def watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkaspark-tests-wm"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            for p in range(partitions)
+        }
+    finally:
+        consumer.close()
+
+
+def read_all_values(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> list[str]:
+    """Every value from earliest to the current end of each partition."""
+    ends = {p: hi for p, (_, hi) in watermarks(bootstrap, topic, partitions).items()}
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kafkaspark-tests-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[str] = []
+    positions = {p: 0 for p in range(partitions)}
+    deadline = time.monotonic() + timeout
+    try:
+        while any(positions[p] < ends[p] for p in positions):
+            assert time.monotonic() < deadline, f"read stalled at {positions}, ends {ends}"
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error():
+                continue
+            value, partition, offset = msg.value(), msg.partition(), msg.offset()
+            assert value is not None and partition is not None and offset is not None
+            values.append(value.decode())
+            positions[partition] = offset + 1
+    finally:
+        consumer.close()
+    return values
