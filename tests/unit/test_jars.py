@@ -1,0 +1,103 @@
+"""Locating Java and the resolved jars; the generated Maven poms."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_kafkaspark.errors import JarsNotFoundError, JavaNotFoundError
+from airflow_provider_kafkaspark.local import jars
+from airflow_provider_kafkaspark.local.jars import _pom, bundle_jars, find_java
+
+
+def fake_java(folder: Path, version_line: str) -> Path:
+    """A stand-in `java` that only prints a version banner (pure logic under test)."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True)
+    java = bin_dir / "java"
+    java.write_text(f"#!/bin/sh\necho '{version_line}' >&2\n")
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    return java
+
+
+def test_java_home_without_java_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(JavaNotFoundError, match=f"JAVA_HOME={tmp_path} has no bin/java"):
+        find_java()
+
+
+def test_no_java_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(JavaNotFoundError, match="no `java` on PATH"):
+        find_java()
+
+
+@pytest.mark.parametrize(
+    ("banner", "major"),
+    [('openjdk version "1.8.0_392"', 8), ('openjdk version "11.0.2" 2019-01-15', 11)],
+)
+def test_old_java_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, banner: str, major: int
+) -> None:
+    fake_java(tmp_path, banner)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(JavaNotFoundError, match=f"Java {major} at .* is too old"):
+        find_java()
+
+
+def test_java_17_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    java = fake_java(tmp_path, 'openjdk version "17.0.15" 2025-04-15')
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    assert find_java() == java
+
+
+def test_missing_bundle_names_folder_and_fix(tmp_path: Path) -> None:
+    with pytest.raises(JarsNotFoundError) as err:
+        bundle_jars("kafka", tmp_path)
+    assert str(tmp_path / "kafka") in str(err.value)
+    assert "make setup" in str(err.value)
+
+
+def test_bundle_resolved_for_other_versions_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "spark-kafka"
+    folder.mkdir()
+    (folder / "x.jar").write_bytes(b"")
+    (folder / ".complete.json").write_text(json.dumps({"artifacts": ["a:b:0.1"]}))
+    with pytest.raises(JarsNotFoundError, match="resolved for"):
+        bundle_jars("spark-kafka", tmp_path)
+
+
+def test_complete_bundle_lists_its_jars(tmp_path: Path) -> None:
+    folder = tmp_path / "spark-kafka"
+    folder.mkdir()
+    for name in ("b.jar", "a.jar"):
+        (folder / name).write_bytes(b"")
+    artifacts = list(jars.BUNDLES["spark-kafka"][0])
+    (folder / ".complete.json").write_text(json.dumps({"artifacts": artifacts}))
+    assert [p.name for p in bundle_jars("spark-kafka", tmp_path)] == ["a.jar", "b.jar"]
+
+
+def test_jars_dir_env_overrides_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(jars.JARS_DIR_ENV, str(tmp_path))
+    assert jars.default_jars_dir() == tmp_path
+    monkeypatch.delenv(jars.JARS_DIR_ENV)
+    assert jars.default_jars_dir().parts[-2:] == (".cache", "jars")
+
+
+def test_pom_excludes_transitive_dependencies_only_when_asked() -> None:
+    flat = _pom("x", ("g:a:1", "g:b:2"), transitive=False)
+    deep = _pom("x", ("g:a:1",), transitive=True)
+    assert flat.count("<exclusion>") == 2 and "<version>2</version>" in flat
+    assert "<exclusion>" not in deep
+
+
+def test_resolve_without_mvn_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(JarsNotFoundError, match="`mvn` is not on PATH"):
+        jars.resolve_jars(tmp_path / "cache")
+    assert not (tmp_path / "cache").exists() or not os.listdir(tmp_path / "cache")
