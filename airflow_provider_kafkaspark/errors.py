@@ -25,3 +25,36 @@ class PortInUseError(LocalStackError):
 
 class BrokerStartError(LocalStackError):
     """A local broker process exited or did not become ready."""
+
+
+class InvalidInputError(KafkaSparkError):
+    """Input from a person, a DAG or a file is malformed. CLI exit code 2."""
+
+
+class StorageError(InvalidInputError):
+    """A URL has no filesystem, or a path cannot be read or written."""
+
+
+class CheckpointError(InvalidInputError):
+    """A Spark checkpoint is missing, malformed or inconsistent; the message names the file."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class SavepointError(InvalidInputError):
+    """A savepoint is missing, incomplete, corrupt or cannot be used as asked."""
+
+
+class ControlFileError(InvalidInputError):
+    """A file of the control folder (lease, stop request, stopped report, progress) is bad."""
+
+
+class LeaseHeldError(KafkaSparkError):
+    """A live driver holds the checkpoint's lease."""
+
+
+class KafkaUnavailableError(KafkaSparkError):
+    """Kafka did not answer within the chosen timeout."""

@@ -1,0 +1,251 @@
+"""The control folder `_kafkaspark/` inside a checkpoint location; Spark ignores it.
+
+The Spark driver writes the lease, the stopped report and the progress file; operators and
+the CLI write the stop request and read the rest. Every write is atomic (temp file, then
+rename), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, TypeVar
+
+from airflow_provider_kafkaspark.core.checkpoint import CONTROL_DIR
+from airflow_provider_kafkaspark.core.storage import Location, open_location
+from airflow_provider_kafkaspark.errors import ControlFileError, LeaseHeldError, StorageError
+
+LEASE_FILE = "lease.json"
+STOP_REQUEST_FILE = "stop-request.json"
+STOPPED_FILE = "stopped.json"
+PROGRESS_FILE = "progress.json"
+DEFAULT_LEASE_TTL_MS = 30_000
+
+T = TypeVar("T")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Which driver owns the checkpoint; renewed by a heartbeat every few seconds."""
+
+    owner_id: str
+    job_name: str
+    host: str
+    pid: int
+    started_at_ms: int
+    heartbeat_at_ms: int
+    ttl_ms: int = DEFAULT_LEASE_TTL_MS
+    application_id: str | None = None
+
+    @classmethod
+    def new(
+        cls, job_name: str, *, ttl_ms: int = DEFAULT_LEASE_TTL_MS, at_ms: int | None = None
+    ) -> Lease:
+        t = now_ms() if at_ms is None else at_ms
+        return cls(
+            owner_id=uuid.uuid4().hex,
+            job_name=job_name,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            started_at_ms=t,
+            heartbeat_at_ms=t,
+            ttl_ms=ttl_ms,
+        )
+
+    def is_fresh(self, at_ms: int | None = None) -> bool:
+        return ((now_ms() if at_ms is None else at_ms) - self.heartbeat_at_ms) <= self.ttl_ms
+
+    def age_ms(self, at_ms: int | None = None) -> int:
+        return (now_ms() if at_ms is None else at_ms) - self.heartbeat_at_ms
+
+    def renewed(self, at_ms: int | None = None, application_id: str | None = None) -> Lease:
+        values = asdict(self)
+        values["heartbeat_at_ms"] = now_ms() if at_ms is None else at_ms
+        if application_id is not None:
+            values["application_id"] = application_id
+        return Lease(**values)
+
+    def describe(self) -> str:
+        app = f", application {self.application_id}" if self.application_id else ""
+        return f"driver {self.owner_id[:8]} (job {self.job_name}, {self.host} pid {self.pid}{app})"
+
+
+@dataclass(frozen=True)
+class StopRequest:
+    requested_at_ms: int
+    requested_by: str
+    reason: str = "requested"
+    drain_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class StoppedReport:
+    """What the driver leaves when it drains and exits (or fails to)."""
+
+    stopped_at_ms: int
+    reason: str
+    clean: bool  # True when the last planned batch was committed before exit
+    last_planned_batch: int | None
+    last_committed_batch: int | None
+    offsets: dict[str, dict[str, int]] = field(default_factory=dict)
+    owner_id: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    batch_id: int
+    timestamp: str
+    num_input_rows: int
+    input_rows_per_second: float
+    processed_rows_per_second: float
+    duration_ms: dict[str, int]
+    end_offsets: dict[str, dict[str, int]]
+    latest_offsets: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class ProgressFile:
+    """A compact, bounded record of the last batches, for sensors and people."""
+
+    query_id: str
+    run_id: str
+    updated_at_ms: int
+    batches: tuple[BatchProgress, ...] = ()
+    lag_commits_ok: int = 0
+    lag_commits_failed: int = 0
+
+    @property
+    def last_batch(self) -> BatchProgress | None:
+        return self.batches[-1] if self.batches else None
+
+
+class ControlFolder:
+    """Readers and writers of the control files of one checkpoint location."""
+
+    def __init__(self, checkpoint: str | Location) -> None:
+        base = open_location(checkpoint) if isinstance(checkpoint, str) else checkpoint
+        self.location = base.child(CONTROL_DIR)
+
+    # -- generic --------------------------------------------------------------------
+
+    def _read(self, name: str, kind: type[T]) -> T | None:
+        if not self.location.exists(name):
+            return None
+        where = self.location.describe(name)
+        try:
+            raw = json.loads(self.location.read_text(name))
+        except json.JSONDecodeError as exc:
+            raise ControlFileError(f"{where}: not JSON ({exc.msg})") from exc
+        except StorageError as exc:
+            raise ControlFileError(str(exc)) from exc
+        return _from_dict(kind, raw, where)
+
+    def _write(self, name: str, value: Any) -> None:
+        self.location.write_atomic(json.dumps(asdict(value), sort_keys=True), name)
+
+    def _remove(self, name: str) -> None:
+        if self.location.exists(name):
+            self.location.fs.rm(self.location.path(name))
+
+    # -- lease ----------------------------------------------------------------------
+
+    def read_lease(self) -> Lease | None:
+        return self._read(LEASE_FILE, Lease)
+
+    def acquire_lease(
+        self, lease: Lease, *, at_ms: int | None = None, force: bool = False
+    ) -> Lease | None:
+        """Take the lease for `lease.owner_id`; returns the expired lease taken over, if any.
+
+        Refuses with `LeaseHeldError` while another owner's lease is fresh. Storage offers no
+        compare-and-swap, so after writing we read back: of two drivers racing, the one
+        whose write did not survive sees another owner and refuses.
+        """
+        current = self.read_lease()
+        if current is not None and current.owner_id != lease.owner_id:
+            if current.is_fresh(at_ms) and not force:
+                raise LeaseHeldError(
+                    f"{self.location.describe(LEASE_FILE)}: held by {current.describe()}, "
+                    f"heartbeat {current.age_ms(at_ms) / 1000:.1f}s ago "
+                    f"(expires after {current.ttl_ms / 1000:.0f}s); two drivers on one "
+                    f"checkpoint read partitions twice and corrupt it"
+                )
+        self._write(LEASE_FILE, lease)
+        written = self.read_lease()
+        if written is None or written.owner_id != lease.owner_id:
+            holder = written.describe() if written else "nobody"
+            raise LeaseHeldError(f"{self.location.describe(LEASE_FILE)}: lost the race to {holder}")
+        return current if current is not None and current.owner_id != lease.owner_id else None
+
+    def renew_lease(self, lease: Lease, *, application_id: str | None = None) -> Lease:
+        current = self.read_lease()
+        if current is not None and current.owner_id != lease.owner_id:
+            raise LeaseHeldError(
+                f"{self.location.describe(LEASE_FILE)}: taken over by {current.describe()}"
+            )
+        renewed = lease.renewed(application_id=application_id)
+        self._write(LEASE_FILE, renewed)
+        return renewed
+
+    def release_lease(self, lease: Lease) -> None:
+        current = self.read_lease()
+        if current is not None and current.owner_id == lease.owner_id:
+            self._remove(LEASE_FILE)
+
+    # -- stop request / stopped report -------------------------------------------------
+
+    def request_stop(self, request: StopRequest) -> None:
+        self._write(STOP_REQUEST_FILE, request)
+
+    def read_stop_request(self) -> StopRequest | None:
+        return self._read(STOP_REQUEST_FILE, StopRequest)
+
+    def clear_stop_request(self) -> None:
+        self._remove(STOP_REQUEST_FILE)
+
+    def write_stopped(self, report: StoppedReport) -> None:
+        self._write(STOPPED_FILE, report)
+
+    def read_stopped(self) -> StoppedReport | None:
+        return self._read(STOPPED_FILE, StoppedReport)
+
+    def clear_stopped(self) -> None:
+        self._remove(STOPPED_FILE)
+
+    # -- progress ----------------------------------------------------------------------
+
+    def write_progress(self, progress: ProgressFile) -> None:
+        self._write(PROGRESS_FILE, progress)
+
+    def read_progress(self) -> ProgressFile | None:
+        return self._read(PROGRESS_FILE, ProgressFile)
+
+
+def _from_dict(kind: type[T], raw: Any, where: str) -> T:
+    if not isinstance(raw, dict):
+        raise ControlFileError(f"{where}: expected a JSON object")
+    names = {f.name: f for f in fields(kind)}  # type: ignore[arg-type]
+    unknown = sorted(set(raw) - set(names))
+    if unknown:
+        raise ControlFileError(f"{where}: unknown fields {unknown}")
+    values = dict(raw)
+    if kind is ProgressFile and "batches" in values:
+        if not isinstance(values["batches"], list):
+            raise ControlFileError(f"{where}: 'batches' is not a list")
+        values["batches"] = tuple(
+            _from_dict(BatchProgress, b, f"{where} batch {i}")
+            for i, b in enumerate(values["batches"])
+        )
+    try:
+        return kind(**values)
+    except TypeError as exc:
+        raise ControlFileError(f"{where}: {exc}") from exc

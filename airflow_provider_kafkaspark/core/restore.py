@@ -1,0 +1,174 @@
+"""Restoring a savepoint, in the three modes of the Flink Kubernetes Operator's spirit.
+
+- `checkpoint`: copy the savepoint's checkpoint into an empty location; the query resumes
+  with its state and re-runs a planned-but-uncommitted batch exactly as Spark would.
+- `offsets`: no state; give a fresh checkpoint the `startingOffsets` of the last committed
+  batch. Refused when the savepoint has a pending batch, unless forced (see the error).
+- `latest`: no state, no offsets: start from the end of each partition.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_kafkaspark.core.checkpoint import CONTROL_DIR
+from airflow_provider_kafkaspark.core.control import ControlFolder, now_ms
+from airflow_provider_kafkaspark.core.offsets import format_kafka_offsets, parse_kafka_offsets
+from airflow_provider_kafkaspark.core.savepoint import (
+    SavepointManifest,
+    SavepointStore,
+    copy_file,
+)
+from airflow_provider_kafkaspark.core.storage import Location, open_location
+from airflow_provider_kafkaspark.errors import LeaseHeldError, SavepointError
+
+log = logging.getLogger(__name__)
+
+RESTORED_FROM_FILE = "restored-from.json"
+
+
+class RestoreMode(str, enum.Enum):
+    CHECKPOINT = "checkpoint"
+    OFFSETS = "offsets"
+    LATEST = "latest"
+
+    @classmethod
+    def parse(cls, value: str | RestoreMode) -> RestoreMode:
+        try:
+            return cls(value)
+        except ValueError as exc:
+            raise SavepointError(
+                f"restore mode {value!r} is not one of {[m.value for m in cls]}"
+            ) from exc
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    mode: RestoreMode
+    savepoint_id: str | None
+    checkpoint: str
+    starting_offsets: str  # the Kafka source's startingOffsets for the submit
+    backup: str | None = None
+    files: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode.value,
+            "savepoint_id": self.savepoint_id,
+            "checkpoint": self.checkpoint,
+            "starting_offsets": self.starting_offsets,
+            "backup": self.backup,
+            "files": self.files,
+        }
+
+
+def _is_empty(location: Location) -> bool:
+    return not location.exists() or not location.listdir()
+
+
+def move_aside(location: Location) -> Location:
+    """Rename a non-empty location to `<name>.backup-<UTC stamp>`; nothing is deleted."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    backup_path = f"{location.root.rstrip('/')}.backup-{stamp}"
+    backup = Location(location.fs, backup_path, f"{location.url.rstrip('/')}.backup-{stamp}")
+    location.fs.mv(location.root, backup_path, recursive=True)
+    log.warning("moved %s aside to %s", location.url, backup.url)
+    return backup
+
+
+def restore(
+    store: SavepointStore,
+    savepoint_ref: str | None,
+    target: str | Location,
+    mode: str | RestoreMode,
+    *,
+    job_name: str | None = None,
+    move_target_aside: bool = False,
+    force: bool = False,
+) -> RestoreResult:
+    """Restore `savepoint_ref` (an id or `latest`) for a query that will use `target`."""
+    chosen = RestoreMode.parse(mode)
+    location = open_location(target) if isinstance(target, str) else target
+    if chosen is RestoreMode.LATEST:
+        return RestoreResult(chosen, None, location.url, "latest")
+    if savepoint_ref is None:
+        raise SavepointError(f"restore mode {chosen.value} needs a savepoint id or 'latest'")
+    manifest = store.resolve(savepoint_ref, job_name)
+    if chosen is RestoreMode.OFFSETS:
+        return RestoreResult(
+            chosen, manifest.savepoint_id, location.url, starting_offsets(manifest, force=force)
+        )
+    return _restore_checkpoint(store, manifest, location, move_target_aside)
+
+
+def starting_offsets(manifest: SavepointManifest, *, force: bool = False) -> str:
+    """The `startingOffsets` JSON of the savepoint's last committed batch."""
+    if manifest.pending_batch is not None and not force:
+        raise SavepointError(
+            f"savepoint {manifest.savepoint_id} has a pending batch {manifest.pending_batch}: "
+            f"it was planned (up to offsets {json.dumps(manifest.planned_offsets)}) but not "
+            f"committed, so its output may be partly written. Starting a fresh checkpoint at "
+            f"the committed offsets re-reads that batch (duplicates in a sink that is not "
+            f"idempotent); starting at the planned offsets skips what it did not write "
+            f"(loss). Restore in 'checkpoint' mode, which re-runs the batch as Spark "
+            f"would, or pass force to accept the committed offsets"
+        )
+    if not manifest.offsets:
+        raise SavepointError(
+            f"savepoint {manifest.savepoint_id} has no committed Kafka offsets to start from"
+        )
+    where = f"savepoint {manifest.savepoint_id} offsets"
+    return format_kafka_offsets(parse_kafka_offsets(json.dumps(manifest.offsets), where=where))
+
+
+def _restore_checkpoint(
+    store: SavepointStore, manifest: SavepointManifest, target: Location, move_target_aside: bool
+) -> RestoreResult:
+    sid = manifest.savepoint_id
+    store.require_verified(sid)
+    backup: Location | None = None
+    if not _is_empty(target):
+        lease = ControlFolder(target).read_lease()
+        if lease is not None and lease.is_fresh():
+            raise LeaseHeldError(
+                f"{target.url}: a live driver holds this checkpoint ({lease.describe()}); "
+                f"stop it before restoring over it"
+            )
+        if not move_target_aside:
+            raise SavepointError(
+                f"{target.url}: restore target is not empty; restore into an empty location "
+                f"or let the restore move it aside as a backup first"
+            )
+        backup = move_aside(target)
+    data = store.data_location(sid)
+    for f in manifest.files:
+        size, digest = copy_file(data, f.path, target, f.path)
+        if digest != f.sha256 or size != f.size:
+            raise SavepointError(
+                f"{target.describe(f.path)}: copy does not match the manifest "
+                f"({size} bytes, {digest[:19]}...)"
+            )
+    provenance = {
+        "savepoint_id": sid,
+        "savepoint_root": store.location.url,
+        "restored_at_ms": now_ms(),
+        "last_committed_batch": manifest.last_committed_batch,
+        "pending_batch": manifest.pending_batch,
+        "backup": backup.url if backup else None,
+    }
+    target.write_atomic(json.dumps(provenance, sort_keys=True), CONTROL_DIR, RESTORED_FROM_FILE)
+    log.info("restored savepoint %s into %s (%d files)", sid, target.url, len(manifest.files))
+    return RestoreResult(
+        RestoreMode.CHECKPOINT,
+        sid,
+        target.url,
+        # Ignored by Spark for an existing checkpoint; kept for the job spec's sake.
+        "earliest",
+        backup.url if backup else None,
+        len(manifest.files),
+    )
