@@ -1,0 +1,212 @@
+"""`kafkaspark savepoint create|list|show|verify|restore|prune|dispose`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from airflow_provider_kafkaspark.commands.output import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    emit_json,
+    key_values,
+    table,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+
+LIST_COLUMNS = [
+    "savepoint_id",
+    "job_name",
+    "last_committed_batch",
+    "pending_batch",
+    "created_at",
+    "files",
+    "bytes",
+]
+
+
+def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = groups.add_parser("savepoint", help="create, list, verify, restore, prune savepoints")
+    group.add_argument("--root", required=True, help="savepoint root URL (any fsspec URL)")
+    group.add_argument("--json", action="store_true", help="machine-readable output")
+    actions = group.add_subparsers(dest="action", required=True)
+
+    create = actions.add_parser("create", help="savepoint a stopped query's checkpoint")
+    create.add_argument("checkpoint", help="checkpoint URL or path")
+    create.add_argument("--job", required=True, help="job name recorded in the manifest")
+    create.add_argument("--id", default=None, help="savepoint id (default: job-time-batch)")
+    create.add_argument(
+        "--force", action="store_true", help="copy even while a live driver holds the lease"
+    )
+    create.set_defaults(func=create_savepoint)
+
+    listing = actions.add_parser("list", help="complete savepoints, newest first")
+    listing.add_argument("--job", default=None, help="only this job's savepoints")
+    listing.set_defaults(func=list_savepoints)
+
+    show = actions.add_parser("show", help="one savepoint's manifest")
+    show.add_argument("savepoint_id", help="an id, or 'latest'")
+    show.add_argument("--job", default=None, help="job for 'latest'")
+    show.add_argument("--files", action="store_true", help="include the file table")
+    show.set_defaults(func=show_savepoint)
+
+    verify = actions.add_parser("verify", help="check every file against its checksum")
+    verify.add_argument("savepoint_id", help="an id, or 'latest'")
+    verify.add_argument("--job", default=None, help="job for 'latest'")
+    verify.set_defaults(func=verify_savepoint)
+
+    restore = actions.add_parser("restore", help="restore for a query that will use TARGET")
+    restore.add_argument("savepoint_id", help="an id, or 'latest'")
+    restore.add_argument("target", help="checkpoint location the restored query will use")
+    restore.add_argument(
+        "--mode", choices=["checkpoint", "offsets", "latest"], default="checkpoint"
+    )
+    restore.add_argument("--job", default=None, help="job for 'latest'")
+    restore.add_argument(
+        "--move-aside", action="store_true", help="rename a non-empty target to a backup first"
+    )
+    restore.add_argument(
+        "--force", action="store_true", help="offsets mode: accept a savepoint's pending batch"
+    )
+    restore.set_defaults(func=restore_savepoint)
+
+    prune = actions.add_parser("prune", help="dispose savepoints beyond a retention policy")
+    prune.add_argument("--job", default=None, help="only this job's savepoints")
+    prune.add_argument("--max-count", type=int, default=None)
+    prune.add_argument("--max-age-hours", type=float, default=None)
+    prune.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    prune.set_defaults(func=prune_savepoints)
+
+    dispose = actions.add_parser("dispose", help="delete one savepoint")
+    dispose.add_argument("savepoint_id")
+    dispose.set_defaults(func=dispose_savepoint)
+
+    mark = actions.add_parser("mark", help="mark a savepoint in use (never pruned) or not")
+    mark.add_argument("savepoint_id")
+    mark.add_argument("--unmark", action="store_true")
+    mark.set_defaults(func=mark_savepoint)
+
+
+def _store(args: argparse.Namespace) -> SavepointStore:
+    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+
+    return SavepointStore(args.root)
+
+
+def create_savepoint(args: argparse.Namespace) -> int:
+    from airflow_provider_kafkaspark.versions import SPARK_VERSION
+
+    manifest = _store(args).create(
+        args.checkpoint,
+        job_name=args.job,
+        force=args.force,
+        savepoint_id=args.id,
+        spark_version=SPARK_VERSION,
+    )
+    if args.json:
+        emit_json(manifest.summary())
+    else:
+        print(f"savepoint {manifest.savepoint_id} created")
+        print(key_values(manifest.summary()))
+    return EXIT_OK
+
+
+def list_savepoints(args: argparse.Namespace) -> int:
+    rows = [m.summary() for m in _store(args).list(args.job)]
+    if args.json:
+        emit_json(rows)
+    else:
+        print(table(rows, LIST_COLUMNS))
+    return EXIT_OK
+
+
+def show_savepoint(args: argparse.Namespace) -> int:
+    manifest = _store(args).resolve(args.savepoint_id, args.job)
+    full = manifest.to_dict()
+    if not args.files:
+        full.pop("files")
+        full["files"] = len(manifest.files)
+    if args.json:
+        emit_json(full)
+    else:
+        print(key_values(full))
+    return EXIT_OK
+
+
+def verify_savepoint(args: argparse.Namespace) -> int:
+    store = _store(args)
+    sid = store.resolve(args.savepoint_id, args.job).savepoint_id
+    result = store.verify(sid)
+    if args.json:
+        emit_json(result.to_dict())
+    else:
+        state = "OK" if result.ok else "FAILED"
+        print(f"savepoint {sid}: {state} ({result.files_checked} files checked)")
+        for problem in result.problems:
+            print(f"problem: {problem}")
+    return EXIT_OK if result.ok else EXIT_FINDINGS
+
+
+def restore_savepoint(args: argparse.Namespace) -> int:
+    from airflow_provider_kafkaspark.core.restore import restore
+
+    ref = None if args.mode == "latest" and args.savepoint_id == "latest" else args.savepoint_id
+    result = restore(
+        _store(args),
+        ref,
+        args.target,
+        args.mode,
+        job_name=args.job,
+        move_target_aside=args.move_aside,
+        force=args.force,
+    )
+    if args.json:
+        emit_json(result.to_dict())
+    else:
+        print(key_values(result.to_dict()))
+    return EXIT_OK
+
+
+def prune_savepoints(args: argparse.Namespace) -> int:
+    from airflow_provider_kafkaspark.core.savepoint import RetentionPolicy
+
+    policy = RetentionPolicy(
+        max_count=args.max_count,
+        max_age_s=args.max_age_hours * 3600 if args.max_age_hours is not None else None,
+    )
+    result = _store(args).prune(policy, job_name=args.job, dry_run=args.dry_run)
+    if args.json:
+        emit_json(result.to_dict())
+    else:
+        verb = "would dispose" if args.dry_run else "disposed"
+        rows = [
+            {
+                "savepoint_id": sid,
+                "decision": verb if sid in result.disposed else "kept",
+                "reason": reason,
+            }
+            for sid, reason in result.reasons.items()
+        ]
+        print(table(rows, ["savepoint_id", "decision", "reason"]))
+    return EXIT_OK
+
+
+def dispose_savepoint(args: argparse.Namespace) -> int:
+    _store(args).dispose(args.savepoint_id)
+    if args.json:
+        emit_json({"disposed": args.savepoint_id})
+    else:
+        print(f"savepoint {args.savepoint_id} disposed")
+    return EXIT_OK
+
+
+def mark_savepoint(args: argparse.Namespace) -> int:
+    _store(args).mark_in_use(args.savepoint_id, not args.unmark)
+    state = "not in use" if args.unmark else "in use"
+    if args.json:
+        emit_json({"savepoint_id": args.savepoint_id, "in_use": not args.unmark})
+    else:
+        print(f"savepoint {args.savepoint_id} marked {state}")
+    return EXIT_OK

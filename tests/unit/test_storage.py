@@ -1,0 +1,64 @@
+"""fsspec locations: URLs, atomic writes, listings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_kafkaspark.core.savepoint import redact_url, validate_savepoint_id
+from airflow_provider_kafkaspark.core.storage import open_location
+from airflow_provider_kafkaspark.errors import SavepointError, StorageError
+
+
+def test_local_path_and_file_url_are_the_same_place(tmp_path: Path) -> None:
+    a = open_location(str(tmp_path))
+    b = open_location(f"file://{tmp_path}")
+    a.write_atomic("hello", "x", "y.txt")
+    assert b.read_text("x", "y.txt") == "hello"
+    assert a.listdir("x") == ["y.txt"]
+    assert a.listdir("missing") == []
+    assert [rel for rel, _ in a.walk_files()] == ["x/y.txt"]
+
+
+def test_atomic_write_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
+    loc = open_location(str(tmp_path))
+    loc.write_atomic("one", "f.json")
+    loc.write_atomic("two", "f.json")
+    assert loc.read_text("f.json") == "two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
+
+
+def test_memory_filesystem_works_too() -> None:
+    loc = open_location("memory://kafkaspark-test/cp")
+    loc.write_atomic("{}", "metadata")
+    assert loc.exists("metadata") and loc.read_text("metadata") == "{}"
+    assert loc.checksum("metadata").startswith("sha256:")
+
+
+@pytest.mark.parametrize("url", ["", "nosuchfs://bucket/x"])
+def test_unusable_urls_are_named(url: str) -> None:
+    with pytest.raises(StorageError) as err:
+        open_location(url)
+    assert (url or "non-empty") in str(err.value)
+
+
+def test_missing_and_binary_files_are_storage_errors(tmp_path: Path) -> None:
+    loc = open_location(str(tmp_path))
+    with pytest.raises(StorageError, match="nope: file not found"):
+        loc.read_text("nope")
+    (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(StorageError, match="bin: not UTF-8"):
+        loc.read_text("bin")
+
+
+def test_credentials_never_reach_a_manifest_url() -> None:
+    assert redact_url("s3://AKIA:s3cr3t@bucket/cp") == "s3://bucket/cp"
+    assert redact_url("hdfs://user:pw@nn:8020/cp") == "hdfs://nn:8020/cp"
+    assert redact_url("/local/cp") == "/local/cp"
+
+
+@pytest.mark.parametrize("bad", ["", "..", "../x", "a/b", ".hidden", "a\\b", "x" * 200])
+def test_savepoint_ids_cannot_escape(bad: str) -> None:
+    with pytest.raises(SavepointError, match="bad savepoint id"):
+        validate_savepoint_id(bad)
