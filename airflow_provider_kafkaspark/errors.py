@@ -58,3 +58,19 @@ class LeaseHeldError(KafkaSparkError):
 
 class KafkaUnavailableError(KafkaSparkError):
     """Kafka did not answer within the chosen timeout."""
+
+
+class TopicNotFoundError(InvalidInputError):
+    """A topic or partition the caller named does not exist in the Kafka cluster."""
+
+
+class KafkaAccessError(InvalidInputError):
+    """Kafka refused the client's credentials, or its ACLs deny the operation."""
+
+
+class ConsumerGroupActiveError(InvalidInputError):
+    """A consumer group's offsets cannot be changed while the group has active members."""
+
+
+class KafkaRequestError(KafkaSparkError):
+    """Kafka rejected a request for a reason that no more specific error covers."""

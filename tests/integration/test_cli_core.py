@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from tests.integration.spark_checkpoints import MadeCheckpoint
 
 KAFKASPARK = str(Path(sys.executable).parent / "kafkaspark")
@@ -80,3 +82,49 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     assert proc.stderr.count("\n") == 1 and "no checkpoint" in proc.stderr
     bad_id = cli("savepoint", "--root", str(tmp_path), "show", "../etc")
     assert bad_id.returncode == 2 and "bad savepoint id" in bad_id.stderr
+
+
+def test_probe_bootstrap_names_the_dead_entry(kafka_cluster: LocalKafkaCluster) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"  # closed again before the probe
+    servers = f"{kafka_cluster.bootstrap_servers},{dead}"
+    proc = cli(
+        "kafka", "probe-bootstrap", "--bootstrap-servers", servers, "--timeout", "3", "--json"
+    )
+    assert proc.returncode == 3, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["dead"] == [dead]
+    assert report["healthy"] is True
+    human = cli("kafka", "probe-bootstrap", "--bootstrap-servers", kafka_cluster.bootstrap_servers)
+    assert human.returncode == 0 and "OK" in human.stdout
+
+
+def test_reconcile_cli_on_a_caught_up_checkpoint(
+    kafka_cluster: LocalKafkaCluster, made_checkpoints: dict[str, MadeCheckpoint], tmp_path: Path
+) -> None:
+    made = made_checkpoints["stateful"]
+    secret_file = tmp_path / "client.properties"
+    secret_file.write_text("# comment\nclient.id = kafkaspark-cli-test\n")
+    proc = cli(
+        "reconcile",
+        str(made.path),
+        "--bootstrap-servers",
+        kafka_cluster.bootstrap_servers,
+        "--kafka-config-file",
+        str(secret_file),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["findings"] == []
+    assert plan["lag"]["total_records"] == 0
+    bad = cli(
+        "reconcile",
+        str(made.path),
+        "--bootstrap-servers",
+        "x:1",
+        "--kafka-config-file",
+        str(tmp_path / "missing.properties"),
+    )
+    assert bad.returncode == 2 and "missing.properties" in bad.stderr

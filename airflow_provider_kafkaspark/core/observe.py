@@ -1,0 +1,62 @@
+"""Observing: gather what the pure decisions (reconcile, health) need from a checkpoint and
+from Kafka. The observe -> decide -> act split of Kubernetes operators: this module only
+reads; `reconcile` and `health` only decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from airflow_provider_kafkaspark.core.checkpoint import CheckpointPosition
+from airflow_provider_kafkaspark.core.control import now_ms
+from airflow_provider_kafkaspark.core.health import Observation
+from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+from airflow_provider_kafkaspark.core.offsets import TopicOffsets, TopicPartition, flatten, nest
+from airflow_provider_kafkaspark.core.reconcile import KafkaView
+
+
+def kafka_view(
+    kafka: KafkaFacade,
+    checkpoint_offsets: TopicOffsets,
+    subscribed: Iterable[str] = (),
+    *,
+    with_timestamps: bool = True,
+) -> KafkaView:
+    """Partitions and watermarks of every topic the checkpoint or the job names, in two
+    batched offset requests, plus the timestamp of each first unread record (lag seconds)."""
+    wanted = frozenset(subscribed)
+    counts = kafka.topic_partitions(set(checkpoint_offsets) | wanted)
+    partitions = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]
+    watermarks = kafka.watermarks(partitions) if partitions else {}
+    timestamps: dict[TopicPartition, int | None] = {}
+    if with_timestamps:
+        unread = {
+            tp: offset
+            for tp, offset in flatten(checkpoint_offsets).items()
+            if tp in watermarks and watermarks[tp].low <= offset < watermarks[tp].high
+        }
+        timestamps = dict(kafka.record_timestamps(unread)) if unread else {}
+    return KafkaView(
+        partitions={
+            t: {p: watermarks[TopicPartition(t, p)] for p in range(n)} for t, n in counts.items()
+        },
+        subscribed=wanted,
+        first_unread_timestamps_ms=timestamps,
+        observed_at_ms=now_ms(),
+    )
+
+
+def health_observation(position: CheckpointPosition, kafka: KafkaFacade) -> Observation:
+    """One observation for the health rules: the checkpoint's latest batches and committed
+    offsets, and Kafka's end offsets of every partition of the topics it reads."""
+    committed = position.committed_offsets or position.planned_offsets
+    counts = kafka.topic_partitions(committed) if committed else {}
+    partitions = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]
+    ends = {tp: w.high for tp, w in kafka.watermarks(partitions).items()} if partitions else {}
+    return Observation(
+        at_ms=now_ms(),
+        latest_planned=position.latest_planned,
+        latest_committed=position.latest_committed,
+        committed_offsets=position.committed_offsets,
+        end_offsets=nest(ends.items()),
+    )

@@ -1,0 +1,388 @@
+"""The Kafka facade's pure parts: config, bootstrap parsing, probe verdicts, error mapping."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from airflow_provider_kafkaspark.core.kafka_admin import (
+    BootstrapReport,
+    KafkaFacade,
+    ProbeStatus,
+    ServerObservation,
+    classify_servers,
+    client_config,
+    parse_server,
+    split_bootstrap,
+)
+from airflow_provider_kafkaspark.core.offsets import TopicPartition
+from airflow_provider_kafkaspark.errors import (
+    ConsumerGroupActiveError,
+    InvalidInputError,
+    KafkaAccessError,
+    KafkaRequestError,
+    KafkaUnavailableError,
+    TopicNotFoundError,
+)
+
+SECRET = "hunter2-secret"
+
+# -- config ------------------------------------------------------------------------------------
+
+
+def test_missing_bootstrap_servers_is_named() -> None:
+    with pytest.raises(InvalidInputError, match=re.escape("'bootstrap.servers'")):
+        KafkaFacade({"sasl.password": SECRET})
+
+
+@pytest.mark.parametrize("servers", ["", "  ", 9092, ["a:1"]])
+def test_bootstrap_servers_must_be_a_non_empty_string(servers: object) -> None:
+    with pytest.raises(InvalidInputError, match=re.escape("'bootstrap.servers'")):
+        client_config({"bootstrap.servers": servers}, 5)
+
+
+@pytest.mark.parametrize("timeout_s", [0, -1, float("nan"), float("inf")])
+def test_timeout_must_be_positive_and_finite(timeout_s: float) -> None:
+    with pytest.raises(InvalidInputError, match="timeout_s"):
+        KafkaFacade({"bootstrap.servers": "a:1"}, timeout_s=timeout_s)
+
+
+def test_timeouts_are_derived_from_the_budget() -> None:
+    config = client_config({"bootstrap.servers": "a:1"}, 6)
+    assert config["socket.timeout.ms"] == 6000
+    assert config["socket.connection.setup.timeout.ms"] == 2000
+    assert config["reconnect.backoff.max.ms"] == 1500
+    assert config["allow.auto.create.topics"] is False
+    assert config["log_level"] == 0
+    # Java-only names would make librdkafka refuse the config or warn on every client.
+    assert "default.api.timeout.ms" not in config
+    assert "request.timeout.ms" not in config
+
+
+def test_derived_timeouts_stay_in_librdkafka_ranges() -> None:
+    short = client_config({"bootstrap.servers": "a:1"}, 0.2)
+    assert short["socket.timeout.ms"] == 200
+    assert short["socket.connection.setup.timeout.ms"] == 1000
+    assert short["reconnect.backoff.max.ms"] == 100
+    long = client_config({"bootstrap.servers": "a:1"}, 3600)
+    assert long["socket.timeout.ms"] == 300_000
+    assert long["reconnect.backoff.max.ms"] == 10_000
+
+
+def test_caller_settings_win_except_topic_auto_creation() -> None:
+    config = client_config(
+        {
+            "bootstrap.servers": "a:1",
+            "socket.timeout.ms": 1234,
+            "socket.connection.setup.timeout.ms": 4321,
+            "allow.auto.create.topics": True,
+            "log_level": 6,
+        },
+        10,
+    )
+    assert config["socket.timeout.ms"] == 1234
+    assert config["socket.connection.setup.timeout.ms"] == 4321
+    assert config["allow.auto.create.topics"] is False
+    assert config["log_level"] == 6
+
+
+def test_backoff_cap_never_below_the_callers_backoff() -> None:
+    # librdkafka refuses a config whose max backoff is below its initial backoff.
+    config = client_config({"bootstrap.servers": "a:1", "reconnect.backoff.ms": "5000"}, 2)
+    assert config["reconnect.backoff.max.ms"] == 5000
+
+
+def test_rejected_config_names_the_key_but_not_the_value() -> None:
+    facade = KafkaFacade(
+        {"bootstrap.servers": "a:1", "sasl.password": SECRET, "security.protocol": "bogus-proto"}
+    )
+    with pytest.raises(InvalidInputError, match=re.escape("'security.protocol'")) as caught:
+        facade.topic_partitions()
+    assert "bogus-proto" not in str(caught.value)
+    assert SECRET not in str(caught.value)
+
+
+def test_importing_the_module_does_not_import_confluent_kafka() -> None:
+    code = (
+        "import sys\n"
+        "from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade\n"
+        "KafkaFacade({'bootstrap.servers': 'a:1'})\n"
+        "assert 'confluent_kafka' not in sys.modules, 'imported at module level'\n"
+        "assert 'airflow' not in sys.modules and 'pyspark' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- input checks that need no broker -------------------------------------------------------
+
+
+def test_bad_inputs_fail_before_any_request() -> None:
+    # Nothing listens at a:1: a request would fail after the timeout, not return.
+    facade = KafkaFacade({"bootstrap.servers": "a:1"}, timeout_s=1)
+    tp = TopicPartition("t", 0)
+    with pytest.raises(InvalidInputError, match="timestamp"):
+        facade.offsets_for_times({tp: -5})
+    with pytest.raises(InvalidInputError, match="offset"):
+        facade.record_timestamps({tp: -1})
+    with pytest.raises(InvalidInputError, match="partition"):
+        facade.watermarks([TopicPartition("t", -1)])
+    with pytest.raises(InvalidInputError, match="group"):
+        facade.group_offsets("")
+    with pytest.raises(InvalidInputError, match="offset"):
+        facade.commit_group_offsets("g", {"t": {0: -3}})
+    assert facade.watermarks([]) == {}
+    assert facade.topic_partitions([]) == {}
+    facade.commit_group_offsets("g", {})
+
+
+# -- bootstrap servers -----------------------------------------------------------------------
+
+
+def test_split_bootstrap_trims_and_drops_repeats() -> None:
+    assert split_bootstrap(" a:1, b:2,,a:1 ,c ") == ["a:1", "b:2", "c"]
+    with pytest.raises(InvalidInputError):
+        split_bootstrap(" , ")
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        ("broker-1:9093", ("broker-1", 9093)),
+        ("broker-1", ("broker-1", 9092)),
+        ("SASL_SSL://broker-1:9094", ("broker-1", 9094)),
+        ("[::1]:9095", ("::1", 9095)),
+        ("[fe80::1]", ("fe80::1", 9092)),
+    ],
+)
+def test_parse_server(server: str, expected: tuple[str, int]) -> None:
+    assert parse_server(server) == expected
+
+
+@pytest.mark.parametrize("server", ["host:0", "host:70000", "host:abc", ":9092", "[::1"])
+def test_parse_server_rejects_bad_entries(server: str) -> None:
+    with pytest.raises(InvalidInputError, match="bootstrap server"):
+        parse_server(server)
+
+
+# -- probe verdicts --------------------------------------------------------------------------
+
+THREE = {1: "127.0.0.1:9092", 2: "127.0.0.2:9092", 3: "127.0.0.3:9092"}
+
+
+def answered(
+    server: str, broker_id: int | None, brokers: dict[int, str], cluster: str = "A"
+) -> ServerObservation:
+    return ServerObservation(server, 12, cluster_id=cluster, broker_id=broker_id, brokers=brokers)
+
+
+def statuses(report: BootstrapReport) -> dict[str, ProbeStatus]:
+    return {s.server: s.status for s in report.servers}
+
+
+def test_all_servers_of_one_cluster_are_ok() -> None:
+    report = classify_servers(
+        [answered(a, n, THREE) for n, a in THREE.items()],
+    )
+    assert set(statuses(report).values()) == {ProbeStatus.OK}
+    assert report.healthy and report.dead == []
+    assert report.cluster_id == "A"
+    assert report.brokers == list(THREE.values())
+
+
+def test_unreachable_and_silent_servers_are_dead_with_reasons() -> None:
+    report = classify_servers(
+        [
+            answered("127.0.0.1:9092", 1, THREE),
+            ServerObservation("127.0.0.2:9092", 3, connect_error="connection refused"),
+            ServerObservation("127.0.0.9:9092", 5000, metadata_error="Local: Timed out"),
+        ]
+    )
+    assert statuses(report) == {
+        "127.0.0.1:9092": ProbeStatus.OK,
+        "127.0.0.2:9092": ProbeStatus.UNREACHABLE,
+        "127.0.0.9:9092": ProbeStatus.NO_METADATA,
+    }
+    assert report.dead == ["127.0.0.2:9092", "127.0.0.9:9092"]
+    assert "connection refused" in report.status_of("127.0.0.2:9092").reason
+    assert "Timed out" in report.status_of("127.0.0.9:9092").reason
+    assert report.status_of("127.0.0.9:9092").elapsed_ms == 5000
+
+
+def test_a_server_of_another_cluster_is_outvoted() -> None:
+    report = classify_servers(
+        [
+            answered("old:9092", 7, {7: "old:9092"}, cluster="B"),
+            answered("127.0.0.1:9092", 1, THREE),
+            answered("127.0.0.2:9092", 2, THREE),
+        ]
+    )
+    assert report.cluster_id == "A"
+    assert statuses(report)["old:9092"] is ProbeStatus.OTHER_CLUSTER
+    assert "B" in report.status_of("old:9092").reason
+    assert report.brokers == list(THREE.values())
+
+
+def test_a_cluster_tie_goes_to_the_server_named_first() -> None:
+    report = classify_servers(
+        [answered("x:1", 1, {1: "x:1"}, cluster="X"), answered("y:1", 1, {1: "y:1"}, "Y")]
+    )
+    assert report.cluster_id == "X"
+    assert statuses(report) == {"x:1": ProbeStatus.OK, "y:1": ProbeStatus.OTHER_CLUSTER}
+
+
+def test_a_fenced_broker_that_still_lists_itself_is_not_a_member() -> None:
+    live = {1: THREE[1], 2: THREE[2]}
+    report = classify_servers(
+        [
+            answered(THREE[1], 1, live),
+            answered(THREE[2], 2, live),
+            answered(THREE[3], 3, THREE),  # its own, stale view
+        ]
+    )
+    assert statuses(report) == {
+        THREE[1]: ProbeStatus.OK,
+        THREE[2]: ProbeStatus.OK,
+        THREE[3]: ProbeStatus.NOT_A_MEMBER,
+    }
+    assert report.brokers == [THREE[1], THREE[2]]
+    assert "2 of 2" in report.status_of(THREE[3]).reason
+
+
+def test_with_two_servers_the_other_one_decides_membership() -> None:
+    report = classify_servers(
+        [answered(THREE[1], 1, {1: THREE[1]}), answered(THREE[2], 2, {1: THREE[1], 2: THREE[2]})]
+    )
+    assert statuses(report) == {THREE[1]: ProbeStatus.OK, THREE[2]: ProbeStatus.NOT_A_MEMBER}
+
+
+def test_membership_also_counts_by_address() -> None:
+    # A bootstrap name that differs only in case, and no broker id from the answer.
+    report = classify_servers(
+        [
+            answered("BROKER-A:9092", None, {1: "broker-a:9092", 2: "broker-b:9092"}),
+            answered("broker-b:9092", 2, {1: "broker-a:9092", 2: "broker-b:9092"}),
+        ]
+    )
+    assert set(statuses(report).values()) == {ProbeStatus.OK}
+
+
+def test_a_server_answering_alone_judges_itself() -> None:
+    report = classify_servers(
+        [answered("a:1", 1, {1: "a:1"}), ServerObservation("b:1", 1, connect_error="refused")]
+    )
+    assert statuses(report) == {"a:1": ProbeStatus.OK, "b:1": ProbeStatus.UNREACHABLE}
+    assert report.brokers == ["a:1"]
+
+
+def test_no_answer_at_all_is_unhealthy() -> None:
+    report = classify_servers(
+        [
+            ServerObservation("a:1", 1, connect_error="refused"),
+            ServerObservation("b:1", 1, metadata_error="timed out"),
+        ]
+    )
+    assert not report.healthy
+    assert report.cluster_id is None and report.brokers == []
+    assert report.dead == ["a:1", "b:1"]
+
+
+def test_report_to_dict_is_small_json() -> None:
+    report = classify_servers(
+        [answered(THREE[1], 1, THREE), ServerObservation("b:1", 4, connect_error="refused")]
+    )
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["healthy"] is True
+    assert data["dead"] == ["b:1"]
+    assert data["cluster_id"] == "A"
+    assert data["servers"][1] == {
+        "server": "b:1",
+        "status": "UNREACHABLE",
+        "elapsed_ms": 4,
+        "broker_id": None,
+        "reason": "TCP connect failed: refused",
+    }
+
+
+# -- error mapping -------------------------------------------------------------------------------
+
+
+def failure(code: int, text: str = "reason") -> KafkaException:
+    return KafkaException(KafkaError(code, text))
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (KafkaError._TIMED_OUT, KafkaUnavailableError),
+        (KafkaError._TRANSPORT, KafkaUnavailableError),
+        (KafkaError.UNKNOWN_TOPIC_OR_PART, TopicNotFoundError),
+        (KafkaError._UNKNOWN_PARTITION, TopicNotFoundError),
+        (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaAccessError),
+        (KafkaError.SASL_AUTHENTICATION_FAILED, KafkaAccessError),
+        (KafkaError.UNKNOWN_MEMBER_ID, ConsumerGroupActiveError),
+        (KafkaError.POLICY_VIOLATION, KafkaRequestError),
+    ],
+)
+def test_kafka_errors_map_to_typed_errors(code: int, expected: type[Exception]) -> None:
+    facade = KafkaFacade({"bootstrap.servers": "k1:9092,k2:9092"}, timeout_s=3)
+    error = facade._translate(failure(code), "watermarks", "partition t-0")
+    assert type(error) is expected
+    assert "k1:9092,k2:9092" in str(error)
+
+
+def test_unavailable_names_servers_and_timeout_but_no_secret() -> None:
+    facade = KafkaFacade(
+        {"bootstrap.servers": "k1:9092", "sasl.password": SECRET, "sasl.username": "alice"},
+        timeout_s=3,
+    )
+    error = facade._translate(failure(KafkaError._TIMED_OUT, f"echo {SECRET}"), "watermarks")
+    assert isinstance(error, KafkaUnavailableError)
+    assert "k1:9092" in str(error) and "3s" in str(error)
+    assert SECRET not in str(error)
+
+
+def test_transient_errors_are_retried_within_the_budget() -> None:
+    facade = KafkaFacade({"bootstrap.servers": "k1:9092"}, timeout_s=5)
+    calls: list[float] = []
+
+    def flaky(remaining: float) -> str:
+        calls.append(remaining)
+        if len(calls) < 3:
+            raise failure(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
+        return "answer"
+
+    assert facade._call("group offsets", flaky) == "answer"
+    assert len(calls) == 3
+    assert calls[-1] < calls[0] <= 5
+
+
+def test_transient_errors_become_unavailable_when_the_budget_is_spent() -> None:
+    facade = KafkaFacade({"bootstrap.servers": "k1:9092"}, timeout_s=0.6)
+
+    def loading(remaining: float) -> str:
+        raise failure(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
+
+    started = time.monotonic()
+    with pytest.raises(KafkaUnavailableError, match="COORDINATOR_LOAD_IN_PROGRESS"):
+        facade._call("group offsets", loading)
+    assert time.monotonic() - started < 3
+
+
+def test_permanent_errors_are_not_retried() -> None:
+    facade = KafkaFacade({"bootstrap.servers": "k1:9092"}, timeout_s=5)
+    calls = 0
+
+    def denied(remaining: float) -> str:
+        nonlocal calls
+        calls += 1
+        raise failure(KafkaError.GROUP_AUTHORIZATION_FAILED)
+
+    with pytest.raises(KafkaAccessError):
+        facade._call("group offsets", denied)
+    assert calls == 1
