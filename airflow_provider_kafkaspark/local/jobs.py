@@ -1,0 +1,156 @@
+"""Starting the job runner as a local process (Spark local mode or client mode), detached
+from the caller, and asking it to stop through the control folder.
+
+The Airflow submit operator uses this for local/client mode; tests and the demo use it to
+run real drivers that can be stopped, signalled or killed like production ones.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest, now_ms
+from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.local.spark import python_env
+
+
+@dataclass(frozen=True)
+class LocalJobHandle:
+    """Where a locally started driver runs and how to reach it (small, JSON-serializable)."""
+
+    job_name: str
+    pid: int
+    log_file: str
+    spec_file: str
+    checkpoint: str
+    master: str
+    started_at_ms: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> LocalJobHandle:
+        return cls(**raw)
+
+    def is_alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        try:
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        return state != "Z"
+
+
+def start_local_job(
+    spec: JobSpec,
+    workdir: str | os.PathLike[str],
+    *,
+    master: str = "local[2]",
+    env: dict[str, str] | None = None,
+) -> LocalJobHandle:
+    """Write the spec (it may hold client secrets: mode 0600) and start the runner in a new
+    session, so it outlives the caller and can be signalled as a group."""
+    folder = Path(workdir)
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    spec_file = folder / f"{spec.job_name}-{stamp}.spec.json"
+    log_file = folder / f"{spec.job_name}-{stamp}.log"
+    fd = os.open(spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(spec.to_json())
+    child_env = {**os.environ, **python_env(), **(env or {})}
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "airflow_provider_kafkaspark.spark.runner",
+                "--spec",
+                str(spec_file),
+                "--master",
+                master,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=child_env,
+            start_new_session=True,
+        )
+    _children[proc.pid] = proc
+    return LocalJobHandle(
+        job_name=spec.job_name,
+        pid=proc.pid,
+        log_file=str(log_file),
+        spec_file=str(spec_file),
+        checkpoint=spec.checkpoint_location,
+        master=master,
+        started_at_ms=now_ms(),
+    )
+
+
+# Our own children, so that waiting reaps them (no zombies answering kill(0)).
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def wait_exit(handle: LocalJobHandle, timeout_s: float) -> int | None:
+    """The exit code, or None if still running after `timeout_s`. Exit codes of drivers
+    that are not our children are unknown: -1 once they are gone."""
+    proc = _children.get(handle.pid)
+    if proc is not None:
+        try:
+            return proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+    deadline = time.monotonic() + timeout_s
+    while handle.is_alive():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.2)
+    return -1
+
+
+def request_stop(
+    checkpoint: str,
+    *,
+    requested_by: str = "kafkaspark",
+    reason: str = "requested",
+    drain_timeout_s: float = 120.0,
+) -> StopRequest:
+    request = StopRequest(now_ms(), requested_by, reason, drain_timeout_s)
+    ControlFolder(checkpoint).request_stop(request)
+    return request
+
+
+def signal_driver(handle: LocalJobHandle, sig: signal.Signals = signal.SIGTERM) -> None:
+    """SIGTERM goes to the Python driver only: the driver drains and stops the JVM itself."""
+    os.kill(handle.pid, sig)
+
+
+def kill_driver(handle: LocalJobHandle) -> None:
+    """SIGKILL the driver's whole process group (Python, JVM, workers), as a crash would."""
+    try:
+        os.killpg(handle.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    wait_exit(handle, 30)
+
+
+def read_log(handle: LocalJobHandle, tail: int = 60) -> str:
+    try:
+        lines = Path(handle.log_file).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-tail:])

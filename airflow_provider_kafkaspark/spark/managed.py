@@ -1,0 +1,263 @@
+"""A managed streaming query: lease, graceful stop, progress and lag commits around a query.
+
+`run_managed` is the one call for authors who bring their own PySpark script:
+
+    from airflow_provider_kafkaspark.spark.managed import run_managed
+    exit_code = run_managed(spark, lambda: df.writeStream...start(), job_name="clicks",
+                            checkpoint="s3://bucket/clicks/checkpoint",
+                            kafka_config={"bootstrap.servers": "broker:9092"})
+    sys.exit(exit_code)
+
+Give a factory (as above) rather than a started query: the lease is taken before the query
+starts, so a second driver on the same checkpoint never touches it.
+
+Stop: a stop request file in the control folder (or SIGTERM) makes the driver wait until no
+batch is in flight, stop the query, write `stopped.json` and return 0. A stop that cannot
+drain within `drain_timeout_s` interrupts the query, says so in `stopped.json` and returns
+`EXIT_NOT_DRAINED`; Spark re-runs the interrupted batch on restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.control import (
+    ControlFolder,
+    Lease,
+    StoppedReport,
+    now_ms,
+)
+from airflow_provider_kafkaspark.errors import KafkaSparkError, LeaseHeldError
+from airflow_provider_kafkaspark.spark.progress import LagCommitter, ProgressListener
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+log = logging.getLogger("kafkaspark.driver")
+
+EXIT_STOPPED = 0
+EXIT_FAILED = 1
+EXIT_NOT_DRAINED = 2
+EXIT_LEASE_HELD = 3
+POLL_S = 1  # seconds between looks at the stop request (awaitTermination takes int)
+
+
+@dataclass
+class ManagedOptions:
+    job_name: str
+    checkpoint: str
+    kafka_config: Mapping[str, Any] | None = None  # None: no lag commits
+    lag_group: str | None = None
+    lease_ttl_s: float = 30.0
+    drain_timeout_s: float = 120.0
+    progress_batches: int = 20
+    handle_sigterm: bool = True
+
+
+class ManagedQuery:
+    def __init__(self, spark: SparkSession, options: ManagedOptions) -> None:
+        self.spark = spark
+        self.options = options
+        self.control = ControlFolder(options.checkpoint)
+        self.lease = Lease.new(options.job_name, ttl_ms=int(options.lease_ttl_s * 1000))
+        self.stop_reason: str | None = None
+        self.lost_lease = False
+        self._stop_event = threading.Event()
+        self._done = threading.Event()
+        self.lag: LagCommitter | None = None
+        if options.kafka_config is not None and options.lag_group:
+            from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+
+            self.lag = LagCommitter(KafkaFacade(options.kafka_config), options.lag_group)
+        self.listener = ProgressListener(
+            self.control, keep_batches=options.progress_batches, lag=self.lag
+        )
+
+    # -- entry point ----------------------------------------------------------------------
+
+    def run(self, start: Callable[[], StreamingQuery]) -> int:
+        try:
+            previous = self.control.acquire_lease(self.lease)
+        except LeaseHeldError as exc:
+            log.error("refusing to start: %s", exc)
+            return EXIT_LEASE_HELD
+        if previous is not None:
+            log.warning(
+                "took over an expired lease of %s (heartbeat %.0fs ago)",
+                previous.describe(),
+                previous.age_ms() / 1000,
+            )
+        stale = self.control.read_stop_request()
+        if stale is not None and stale.requested_at_ms < self.lease.started_at_ms:
+            log.info("clearing a stop request meant for an earlier driver")
+            self.control.clear_stop_request()
+        heartbeat = threading.Thread(target=self._heartbeat, name="kafkaspark-lease", daemon=True)
+        heartbeat.start()
+        if self.options.handle_sigterm and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_sigterm)
+        self.spark.streams.addListener(self.listener)
+        try:
+            query = start()
+            self.listener.watch(str(query.id))
+            log.info(
+                "query %s started for job %s (checkpoint %s, lease %s)",
+                query.id,
+                self.options.job_name,
+                self.options.checkpoint,
+                self.lease.owner_id[:8],
+            )
+            return self._supervise(query)
+        finally:
+            self._done.set()
+            self.spark.streams.removeListener(self.listener)
+            if self.lag is not None:
+                self.lag.close()
+            if not self.lost_lease:
+                self.control.release_lease(self.lease)
+
+    # -- supervision ------------------------------------------------------------------------
+
+    def _supervise(self, query: StreamingQuery) -> int:
+        while query.isActive:
+            if self._stop_event.is_set() or self._stop_requested():
+                return self._graceful_stop(query)
+            query.awaitTermination(POLL_S)
+        error = query.exception()
+        if self.lost_lease:
+            # The checkpoint and its control folder now belong to the other driver.
+            log.error("exiting without a stopped report: the lease was taken over")
+            return EXIT_FAILED
+        if error is not None:
+            return self._finish(query, "query failed", EXIT_FAILED, str(error)[:2000])
+        # availableNow / once triggers end by themselves when the input is drained.
+        return self._finish(query, "query finished", EXIT_STOPPED, "")
+
+    def _stop_requested(self) -> bool:
+        try:
+            request = self.control.read_stop_request()
+        except KafkaSparkError as exc:
+            log.warning("unreadable stop request, ignored: %s", exc)
+            return False
+        if request is None:
+            return False
+        self.stop_reason = f"stop request by {request.requested_by}: {request.reason}"
+        return True
+
+    def _graceful_stop(self, query: StreamingQuery) -> int:
+        reason = self.stop_reason or "SIGTERM"
+        log.info("stopping gracefully (%s): waiting for the batch in flight", reason)
+        deadline = time.monotonic() + self.options.drain_timeout_s
+        while query.isActive:
+            status = query.status
+            if not status.get("isTriggerActive", False):
+                query.stop()
+                break
+            if time.monotonic() > deadline:
+                log.error(
+                    "no quiet moment within %.0fs: interrupting the batch in flight",
+                    self.options.drain_timeout_s,
+                )
+                query.stop()
+                return self._finish(
+                    query,
+                    reason,
+                    EXIT_NOT_DRAINED,
+                    f"could not drain within {self.options.drain_timeout_s:g}s; "
+                    f"the interrupted batch re-runs on restart",
+                )
+            time.sleep(0.02)
+        return self._finish(query, reason, EXIT_STOPPED, "drained")
+
+    def _finish(self, query: StreamingQuery, reason: str, code: int, message: str) -> int:
+        position = CheckpointReader(self.options.checkpoint).position()
+        clean = position.pending_batch is None
+        if code == EXIT_STOPPED and not clean:
+            # A trigger fired between our check and stop(): Spark re-runs that batch.
+            code = EXIT_NOT_DRAINED
+            message = f"batch {position.pending_batch} was planned as the query stopped"
+        offsets = {
+            t: {str(p): o for p, o in ps.items()} for t, ps in position.committed_offsets.items()
+        }
+        if self.lag is not None and offsets:
+            self.lag.flush()
+            if self.lag.last_committed != offsets:
+                self.lag.commit(offsets)
+        self.control.write_stopped(
+            StoppedReport(
+                stopped_at_ms=now_ms(),
+                reason=reason,
+                clean=clean,
+                last_planned_batch=position.latest_planned,
+                last_committed_batch=position.latest_committed,
+                offsets=offsets,
+                owner_id=self.lease.owner_id,
+                message=message,
+            )
+        )
+        log.info(
+            "stopped (%s): planned %s, committed %s, clean=%s, exit %d",
+            reason,
+            position.latest_planned,
+            position.latest_committed,
+            clean,
+            code,
+        )
+        if self._stop_event.is_set() or self.stop_reason:
+            self.control.clear_stop_request()
+        return code
+
+    # -- lease heartbeat and signals ----------------------------------------------------------
+
+    def _heartbeat(self) -> None:
+        interval = self.options.lease_ttl_s / 3
+        app_id = self.spark.sparkContext.applicationId
+        while not self._done.wait(interval):
+            try:
+                self.lease = self.control.renew_lease(self.lease, application_id=app_id)
+            except LeaseHeldError as exc:
+                log.error("lease lost, stopping the query at once: %s", exc)
+                self.lost_lease = True
+                for query in self.spark.streams.active:
+                    query.stop()
+                return
+            except Exception as exc:  # noqa: BLE001 - storage hiccup: retry next beat
+                log.warning("lease heartbeat failed, will retry: %s", exc)
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        log.info("SIGTERM received")
+        self.stop_reason = "SIGTERM"
+        self._stop_event.set()
+
+
+def run_managed(
+    spark: SparkSession,
+    start: Callable[[], StreamingQuery],
+    *,
+    job_name: str,
+    checkpoint: str,
+    kafka_config: Mapping[str, Any] | None = None,
+    lag_group: str | None = None,
+    lease_ttl_s: float = 30.0,
+    drain_timeout_s: float = 120.0,
+    progress_batches: int = 20,
+) -> int:
+    """Run a streaming query under management; returns the process exit code."""
+    group = lag_group if lag_group is not None else f"kafkaspark.{job_name}"
+    options = ManagedOptions(
+        job_name=job_name,
+        checkpoint=checkpoint,
+        kafka_config=kafka_config,
+        lag_group=group or None,
+        lease_ttl_s=lease_ttl_s,
+        drain_timeout_s=drain_timeout_s,
+        progress_batches=progress_batches,
+    )
+    return ManagedQuery(spark, options).run(start)

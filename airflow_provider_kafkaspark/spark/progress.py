@@ -1,0 +1,181 @@
+"""Progress and lag visibility, driven by Spark's StreamingQueryListener.
+
+After each batch: a compact `progress.json` in the control folder (last N batches), one log
+line, and the batch's end offsets committed to a consumer group so Kafka's own
+`kafka-consumer-groups --describe` and Burrow-style tools see the job's position and lag
+(Spark's Kafka source commits nothing itself: SPARK-27549 never merged). The offsets are
+committed for monitoring only; the checkpoint stays the source of truth, and a failed commit
+is logged and counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.streaming.listener import StreamingQueryListener
+
+from airflow_provider_kafkaspark.core.control import (
+    BatchProgress,
+    ControlFolder,
+    ProgressFile,
+    now_ms,
+)
+from airflow_provider_kafkaspark.core.offsets import parse_kafka_offsets
+from airflow_provider_kafkaspark.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+
+log = logging.getLogger("kafkaspark.progress")
+
+ControlOffsets = dict[str, dict[str, int]]
+
+
+def progress_offsets(value: Any) -> ControlOffsets:
+    """A progress event's offsets (JSON text or a dict) in the control-file form; empty for
+    a source that is not Kafka."""
+    if value is None:
+        return {}
+    try:
+        raw = json.loads(value) if isinstance(value, str) else value
+        parsed = parse_kafka_offsets(raw, where="progress offsets")
+    except (json.JSONDecodeError, InvalidInputError):
+        return {}
+    return {t: {str(p): o for p, o in ps.items()} for t, ps in parsed.items()}
+
+
+class LagCommitter:
+    """Commits end offsets to the lag group on one background thread, in batch order."""
+
+    def __init__(self, kafka: KafkaFacade, group: str) -> None:
+        self.kafka = kafka
+        self.group = group
+        self.ok = 0
+        self.failed = 0
+        self.last_error: str | None = None
+        self.last_committed: ControlOffsets = {}
+        self.commit_ms: deque[float] = deque(maxlen=1000)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkaspark-lag")
+        self._lock = threading.Lock()
+
+    def submit(self, offsets: ControlOffsets) -> None:
+        if offsets:
+            self._pool.submit(self.commit, offsets)
+
+    def commit(self, offsets: ControlOffsets) -> bool:
+        nested = {t: {int(p): o for p, o in ps.items()} for t, ps in offsets.items()}
+        started = time.perf_counter()
+        try:
+            self.kafka.commit_group_offsets(self.group, nested)
+        except Exception as exc:  # noqa: BLE001 - monitoring only: never fail the query
+            with self._lock:
+                self.failed += 1
+                self.last_error = str(exc)
+            log.warning(
+                "lag commit to group %s failed (%d so far): %s", self.group, self.failed, exc
+            )
+            return False
+        with self._lock:
+            self.ok += 1
+            self.last_committed = offsets
+            self.commit_ms.append((time.perf_counter() - started) * 1000)
+        return True
+
+    def flush(self, timeout_s: float = 30.0) -> None:
+        """Wait until the queued commits are done (at shutdown)."""
+        done = threading.Event()
+        self._pool.submit(done.set)
+        done.wait(timeout_s)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class ProgressListener(StreamingQueryListener):
+    """Writes progress.json and queues lag commits for one query of the session."""
+
+    def __init__(
+        self,
+        control: ControlFolder,
+        *,
+        keep_batches: int = 20,
+        lag: LagCommitter | None = None,
+    ) -> None:
+        super().__init__()
+        self.control = control
+        self.lag = lag
+        self.query_id: str | None = None
+        self.batches: deque[BatchProgress] = deque(maxlen=keep_batches)
+        self.listener_ms: deque[float] = deque(maxlen=1000)
+        self.batch_ms: deque[float] = deque(maxlen=1000)
+
+    def watch(self, query_id: str) -> None:
+        self.query_id = query_id
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        progress = event.progress
+        if self.query_id is not None and str(progress.id) != self.query_id:
+            return
+        started = time.perf_counter()
+        source = progress.sources[0] if progress.sources else None
+        end = progress_offsets(source.endOffset if source else None)
+        batch = BatchProgress(
+            batch_id=int(progress.batchId),
+            timestamp=str(progress.timestamp),
+            num_input_rows=int(progress.numInputRows),
+            input_rows_per_second=_rate(progress.inputRowsPerSecond),
+            processed_rows_per_second=_rate(progress.processedRowsPerSecond),
+            duration_ms={str(k): int(v) for k, v in dict(progress.durationMs).items()},
+            end_offsets=end,
+            latest_offsets=progress_offsets(source.latestOffset if source else None),
+        )
+        self.batches.append(batch)
+        if self.lag is not None:
+            self.lag.submit(end)
+        try:
+            self.control.write_progress(
+                ProgressFile(
+                    query_id=str(progress.id),
+                    run_id=str(progress.runId),
+                    updated_at_ms=now_ms(),
+                    batches=tuple(self.batches),
+                    lag_commits_ok=self.lag.ok if self.lag else 0,
+                    lag_commits_failed=self.lag.failed if self.lag else 0,
+                )
+            )
+        except Exception as exc:  # noqa: BLE001 - a progress file must never stop the query
+            log.warning("progress.json not written: %s", exc)
+        self.listener_ms.append((time.perf_counter() - started) * 1000)
+        self.batch_ms.append(float(batch.duration_ms.get("triggerExecution", 0)))
+        log.info(
+            "batch %d: %d rows, %.0f rows/s, %d ms, end offsets %s",
+            batch.batch_id,
+            batch.num_input_rows,
+            batch.processed_rows_per_second,
+            batch.duration_ms.get("triggerExecution", 0),
+            json.dumps(end, sort_keys=True),
+        )
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        if event.exception:
+            log.error("query %s terminated with: %s", event.id, event.exception)
+
+
+def _rate(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if number != number else round(number, 1)  # NaN when nothing was read

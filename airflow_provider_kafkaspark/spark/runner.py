@@ -1,0 +1,186 @@
+"""The job runner that spark-submit starts:
+
+    spark-submit --jars <connector jars> airflow_provider_kafkaspark/spark/runner.py --spec job.json
+    python -m airflow_provider_kafkaspark.spark.runner --spec job.json --master 'local[2]'
+
+It reads the job spec, builds the Kafka source, the transformation and the sink, and runs
+the query under management (lease, graceful stop, progress, lag commits). Exit codes: 0
+stopped cleanly or finished, 1 failed, 2 stopped without draining, 3 lease held by a live
+driver, 4 bad job spec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if __package__ in (None, ""):
+    # Run as a file by spark-submit: make the package importable from the file's location.
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+log = logging.getLogger("kafkaspark.runner")
+
+EXIT_BAD_SPEC = 4
+
+
+def load_transformation(spec: JobSpec) -> Callable[[DataFrame], DataFrame]:
+    """The spec's `module:function` or SQL over the view `source`; identity when neither."""
+    if spec.transformation:
+        module_name, func_name = spec.transformation.split(":")
+        try:
+            module = importlib.import_module(module_name)
+            func = getattr(module, func_name)
+        except (ImportError, AttributeError) as exc:
+            raise InvalidInputError(
+                f"job spec field 'transformation': cannot load {spec.transformation} ({exc})"
+            ) from exc
+        if not callable(func):
+            raise InvalidInputError(
+                f"job spec field 'transformation': {spec.transformation} is not callable"
+            )
+        return func  # type: ignore[no-any-return]
+    if spec.sql:
+        sql = spec.sql
+
+        def by_sql(source: DataFrame) -> DataFrame:
+            source.createOrReplaceTempView("source")
+            return source.sparkSession.sql(sql)
+
+        return by_sql
+    return lambda source: source
+
+
+def source_frame(spark: SparkSession, spec: JobSpec, *, streaming: bool = True) -> DataFrame:
+    reader: Any = spark.readStream if streaming else spark.read
+    reader = reader.format("kafka")
+    options = spec.source.spark_options()
+    if streaming:
+        options.pop("endingOffsets", None)
+    else:
+        options.pop("maxOffsetsPerTrigger", None)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    for key, value in spec.kafka_config.items():
+        if key != "bootstrap.servers":
+            reader = reader.option(f"kafka.{key}", value)
+    return reader.load()  # type: ignore[no-any-return]
+
+
+def start_query(spark: SparkSession, spec: JobSpec) -> StreamingQuery:
+    frame = load_transformation(spec)(source_frame(spark, spec))
+    writer = frame.writeStream.queryName(spec.job_name).outputMode(spec.sink.output_mode)
+    writer = writer.option("checkpointLocation", spec.checkpoint_location)
+    if spec.trigger_interval == "availableNow":
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=spec.trigger_interval)
+    sink = spec.sink
+    for key, value in sink.options.items():
+        writer = writer.option(key, value)
+    if sink.kind == "kafka_exactly_once":
+        writer = writer.foreachBatch(exactly_once_batch_writer(spec))
+    elif sink.kind == "kafka":
+        writer = writer.format("kafka").option("topic", sink.topic or "")
+        writer = writer.option("kafka.bootstrap.servers", spec.sink_bootstrap_servers)
+        for key, value in spec.kafka_config.items():
+            if key != "bootstrap.servers":
+                writer = writer.option(f"kafka.{key}", value)
+    elif sink.kind == "parquet":
+        writer = writer.format("parquet").option("path", sink.path or "")
+    else:
+        writer = writer.format("console").option("truncate", "false")
+    return writer.start()
+
+
+def exactly_once_batch_writer(spec: JobSpec) -> Callable[[DataFrame, int], None]:
+    """A foreachBatch function that builds the sink on its first batch, when the checkpoint
+    exists and names the query id that the sink's marker groups need."""
+    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.spark.kafka_sink import ExactlyOnceKafkaSink
+
+    sinks: dict[str, ExactlyOnceKafkaSink] = {}
+
+    def write(batch: DataFrame, batch_id: int) -> None:
+        if "sink" not in sinks:
+            extra: dict[str, Any] = {}
+            if spec.sink.transaction_timeout_ms is not None:
+                extra["transaction_timeout_ms"] = spec.sink.transaction_timeout_ms
+            sinks["sink"] = ExactlyOnceKafkaSink(
+                producer_config={
+                    **spec.kafka_config,
+                    "bootstrap.servers": spec.sink_bootstrap_servers,
+                },
+                topic=spec.sink.topic or "",
+                sink_id=spec.sink.sink_id or spec.job_name,
+                query_id=CheckpointReader(spec.checkpoint_location).query_id(),
+                **extra,
+            )
+        sinks["sink"](batch, batch_id)
+
+    return write
+
+
+def build_session(spec: JobSpec, master: str | None) -> SparkSession:
+    if master:
+        from airflow_provider_kafkaspark.local.spark import local_spark_session
+
+        return local_spark_session(spec.job_name, master=master, conf=spec.spark_conf)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(spec.job_name)
+    for key, value in spec.spark_conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def run(spec: JobSpec, master: str | None = None) -> int:
+    from airflow_provider_kafkaspark.spark.managed import ManagedOptions, ManagedQuery
+
+    spark = build_session(spec, master)
+    log.info("job %s: %s", spec.job_name, spec.to_dict(redact=True))
+    options = ManagedOptions(
+        job_name=spec.job_name,
+        checkpoint=spec.checkpoint_location,
+        kafka_config=spec.admin_config() if spec.effective_lag_group else None,
+        lag_group=spec.effective_lag_group,
+        lease_ttl_s=spec.lease_ttl_s,
+        drain_timeout_s=spec.drain_timeout_s,
+        progress_batches=spec.progress_batches,
+    )
+    try:
+        return ManagedQuery(spark, options).run(lambda: start_query(spark, spec))
+    finally:
+        spark.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--spec", required=True, help="job spec JSON file")
+    parser.add_argument("--master", default=None, help="e.g. local[2]; default: spark-submit's")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        spec = JobSpec.load(args.spec)
+    except InvalidInputError as exc:
+        log.error("%s", exc)
+        return EXIT_BAD_SPEC
+    return run(spec, args.master)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

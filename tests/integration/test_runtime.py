@@ -1,0 +1,148 @@
+"""The Spark runtime with real drivers: graceful stop, SIGTERM, lease, lag group, new
+partitions. The exactly-once sink under crashes is in test_exactly_once.py."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from confluent_kafka.admin import AdminClient, NewPartitions
+
+from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+from airflow_provider_kafkaspark.local.jars import find_java, kafka_classpath
+from airflow_provider_kafkaspark.local.jobs import (
+    read_log,
+    request_stop,
+    signal_driver,
+    wait_exit,
+)
+from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from tests.integration.kafka_util import create_topic, produce_numbered
+from tests.integration.runtime_util import committed_batches, has_lease, start, wait_until
+
+
+def stateless_spec(bootstrap: str, topic: str, tmp_path: Path, name: str) -> dict[str, object]:
+    return {
+        "job_name": name,
+        "source": {
+            "bootstrap_servers": bootstrap,
+            "subscribe": [topic],
+            "max_offsets_per_trigger": 500,
+        },
+        "sql": "SELECT partition, offset, CAST(value AS STRING) AS value FROM source",
+        "sink": {"kind": "parquet", "path": str(tmp_path / "out")},
+        "checkpoint_location": str(tmp_path / "checkpoint"),
+        "trigger_interval": "1 second",
+        "lease_ttl_s": 6,
+    }
+
+
+def consumer_groups_tool(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """CURRENT-OFFSET per partition, as Kafka's own kafka-consumer-groups tool shows it."""
+    out = subprocess.run(
+        [
+            str(find_java()),
+            "-cp",
+            kafka_classpath(),
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--group",
+            group,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    offsets = {}
+    for line in out.splitlines():
+        cols = line.split()
+        if len(cols) >= 4 and cols[0] == group and re.fullmatch(r"\d+", cols[3]):
+            offsets[(cols[1], int(cols[2]))] = int(cols[3])
+    return offsets
+
+
+def test_graceful_stop_lag_group_and_second_driver(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "runtime_graceful"
+    create_topic(bootstrap, topic, 3)
+    produce_numbered(bootstrap, topic, 3000)
+    spec = stateless_spec(bootstrap, topic, tmp_path, "graceful")
+    checkpoint = str(tmp_path / "checkpoint")
+    driver = start(spec, tmp_path / "run")
+    wait_until(driver, "3 committed batches", lambda: committed_batches(checkpoint) >= 2)
+
+    # A second driver on the same checkpoint is refused while the first one runs.
+    second = start(spec, tmp_path / "run2")
+    assert wait_exit(second, 120) == 3, read_log(second)
+    assert "held by" in read_log(second)
+    assert driver.is_alive()
+
+    request_stop(checkpoint, requested_by="test", reason="graceful stop test")
+    assert wait_exit(driver, 180) == 0, read_log(driver)
+    stopped = ControlFolder(checkpoint).read_stopped()
+    position = CheckpointReader(checkpoint).position()
+    assert stopped is not None and stopped.clean
+    assert stopped.reason == "stop request by test: graceful stop test"
+    assert stopped.last_planned_batch == stopped.last_committed_batch == position.latest_committed
+    expected = {
+        t: {str(p): o for p, o in ps.items()} for t, ps in position.committed_offsets.items()
+    }
+    assert stopped.offsets == expected
+    assert ControlFolder(checkpoint).read_lease() is None  # released
+    assert ControlFolder(checkpoint).read_stop_request() is None  # consumed
+
+    progress = ControlFolder(checkpoint).read_progress()
+    assert progress is not None and progress.last_batch is not None
+    assert progress.last_batch.batch_id <= position.latest_committed  # type: ignore[operator]
+
+    # Lag visibility: the group's committed offsets are the checkpoint's, seen both by the
+    # admin API and by Kafka's own tool.
+    group = "kafkaspark.graceful"
+    admin_view = KafkaFacade({"bootstrap.servers": bootstrap}).group_offsets(group)
+    assert admin_view == position.committed_offsets
+    tool_view = consumer_groups_tool(bootstrap, group)
+    assert tool_view == {(topic, p): o for p, o in position.committed_offsets[topic].items()}
+
+
+def test_sigterm_drains_and_new_partitions_are_read_from_their_first_record(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "runtime_new_partition"
+    create_topic(bootstrap, topic, 2)
+    produce_numbered(bootstrap, topic, 1000)
+    spec = stateless_spec(bootstrap, topic, tmp_path, "newpart")
+    checkpoint = str(tmp_path / "checkpoint")
+    driver = start(spec, tmp_path / "run")
+    wait_until(driver, "the first batches", lambda: committed_batches(checkpoint) >= 1)
+    assert has_lease(checkpoint)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_partitions([NewPartitions(topic, 3)])[topic].result()
+    acked = produce_numbered(bootstrap, topic, 900, start=1000)
+    assert acked[2] > 0, "the new partition should get records"
+
+    def read_new_partition() -> bool:
+        position = CheckpointReader(checkpoint).position()
+        return position.committed_offsets.get(topic, {}).get(2) == acked[2]
+
+    wait_until(driver, "the new partition to be read", read_new_partition)
+    signal_driver(driver)
+    assert wait_exit(driver, 180) == 0, read_log(driver)
+    stopped = ControlFolder(checkpoint).read_stopped()
+    assert stopped is not None and stopped.clean and stopped.reason == "SIGTERM"
+
+    table = pq.read_table(str(tmp_path / "out")).to_pylist()
+    values = [int(r["value"]) for r in table]
+    assert sorted(values) == list(range(1900)), "each record exactly once"
+    new_partition = sorted(r["offset"] for r in table if r["partition"] == 2)
+    assert new_partition == list(range(acked[2])), "new partition read from its first record"
