@@ -74,7 +74,7 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def probe_bootstrap(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.core.kafka_admin import probe_bootstrap as probe
+    from airflow_provider_kafkaspark.core.bootstrap_probe import probe_bootstrap as probe
 
     report = probe(kafka_config(args), timeout_s=args.timeout)
     result = report.to_dict()

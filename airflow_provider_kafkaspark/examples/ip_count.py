@@ -69,18 +69,20 @@ def job_spec_dict(
     sink_kind: str = "kafka_exactly_once",
     trigger_interval: str = "2 seconds",
     max_offsets_per_trigger: int | None = 2_000,
+    source_topic: str = SOURCE_TOPIC,
+    sink_topic: str = SINK_TOPIC,
 ) -> dict[str, object]:
     """The example's job spec, as the demo, the tests and the DAGs submit it."""
     return {
         "job_name": job_name,
         "source": {
             "bootstrap_servers": bootstrap_servers,
-            "subscribe": [SOURCE_TOPIC],
+            "subscribe": [source_topic],
             "starting_offsets": "earliest",
             "max_offsets_per_trigger": max_offsets_per_trigger,
         },
         "transformation": "airflow_provider_kafkaspark.examples.ip_count:transform",
-        "sink": {"kind": sink_kind, "topic": SINK_TOPIC, "output_mode": "append"},
+        "sink": {"kind": sink_kind, "topic": sink_topic, "output_mode": "append"},
         "checkpoint_location": checkpoint,
         "trigger_interval": trigger_interval,
     }

@@ -85,8 +85,13 @@ def port_in_use(port: int) -> bool:
 
 
 def _new_cluster_id() -> str:
-    # Kafka wants a base64url-encoded 16-byte UUID without padding (22 characters).
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    # Kafka wants a base64url-encoded 16-byte UUID without padding (22 characters). Like
+    # Kafka's own Uuid.randomUuid, never start with '-': the storage tool would read
+    # `-t -abc...` as a missing argument followed by a flag.
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _pid_alive(pid: int | None) -> bool:

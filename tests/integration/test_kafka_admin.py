@@ -1,4 +1,4 @@
-"""The Kafka facade and the bootstrap probe against real brokers."""
+"""The Kafka facade against a real broker."""
 
 from __future__ import annotations
 
@@ -6,20 +6,14 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from airflow_provider_kafkaspark.core.kafka_admin import (
-    BrokerAddress,
-    KafkaFacade,
-    ProbeStatus,
-    client_config,
-    probe_bootstrap,
-)
+from airflow_provider_kafkaspark.core.kafka_admin import BrokerAddress, KafkaFacade
+from airflow_provider_kafkaspark.core.kafka_client import client_config
 from airflow_provider_kafkaspark.core.offsets import TopicPartition, Watermarks
 from airflow_provider_kafkaspark.errors import (
     ConsumerGroupActiveError,
@@ -217,65 +211,3 @@ def test_a_dead_cluster_fails_fast_with_a_typed_error() -> None:
     assert server in message and "2s" in message
     assert "s3cret-pw" not in message
     assert elapsed < 2 * 2
-
-
-def test_probe_reports_a_killed_broker_and_an_unused_port(
-    kafka_cluster: LocalKafkaCluster, tmp_path: Path
-) -> None:
-    timeout_s = 5.0
-    unused = f"127.0.0.1:{free_port()}"
-    with LocalKafkaCluster(tmp_path / "three", brokers=3) as cluster:
-        addresses = [cluster.node(n).address for n in (1, 2, 3)]
-        config = {"bootstrap.servers": ",".join([*addresses, unused])}
-
-        before = probe_bootstrap(config, timeout_s=timeout_s)
-        assert [s.status for s in before.servers] == [ProbeStatus.OK] * 3 + [
-            ProbeStatus.UNREACHABLE
-        ]
-        assert [s.broker_id for s in before.servers[:3]] == [1, 2, 3]
-        assert before.cluster_id == cluster.status()["cluster_id"]
-
-        cluster.kill_broker(2)
-        started = time.monotonic()
-        report = probe_bootstrap(config, timeout_s=timeout_s)
-        elapsed = time.monotonic() - started
-        assert {s.server: s.status for s in report.servers} == {
-            addresses[0]: ProbeStatus.OK,
-            addresses[1]: ProbeStatus.UNREACHABLE,
-            addresses[2]: ProbeStatus.OK,
-            unused: ProbeStatus.UNREACHABLE,
-        }
-        assert report.healthy
-        assert report.dead == [addresses[1], unused]
-        assert {addresses[0], addresses[2]} <= set(report.brokers)
-        assert elapsed < 2 * timeout_s
-
-        # The session's broker belongs to another cluster and is outvoted by the two live nodes.
-        mixed = probe_bootstrap(
-            {"bootstrap.servers": ",".join([*addresses, kafka_cluster.bootstrap_servers])},
-            timeout_s=timeout_s,
-        )
-        assert mixed.status_of(kafka_cluster.bootstrap_servers).status is (
-            ProbeStatus.OTHER_CLUSTER
-        )
-        assert mixed.cluster_id == cluster.status()["cluster_id"]
-
-
-def test_probe_flags_a_server_that_accepts_but_never_answers(
-    kafka_cluster: LocalKafkaCluster,
-) -> None:
-    timeout_s = 2.0
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(8)
-        mute = f"127.0.0.1:{silent.getsockname()[1]}"
-        started = time.monotonic()
-        report = probe_bootstrap(
-            {"bootstrap.servers": f"{mute},{kafka_cluster.bootstrap_servers}"},
-            timeout_s=timeout_s,
-        )
-        elapsed = time.monotonic() - started
-    assert report.status_of(mute).status is ProbeStatus.NO_METADATA
-    assert report.status_of(kafka_cluster.bootstrap_servers).status is ProbeStatus.OK
-    assert report.dead == [mute]
-    assert elapsed < 2 * timeout_s

@@ -61,3 +61,15 @@ def test_unknown_node_and_bad_size(tmp_path: Path) -> None:
         LocalKafkaCluster(tmp_path).node(4)
     with pytest.raises(ValueError, match="brokers must be 1 or more"):
         LocalKafkaCluster(tmp_path, brokers=0)
+
+
+def test_cluster_ids_never_look_like_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uuid
+
+    from airflow_provider_kafkaspark.local import kafka
+
+    # The first UUID encodes to an id starting with '-'; the launcher must draw again.
+    draws = iter([uuid.UUID(bytes=b"\xfb" + bytes(15)), uuid.UUID(int=7)])
+    monkeypatch.setattr(kafka.uuid, "uuid4", lambda: next(draws))
+    cluster_id = kafka._new_cluster_id()
+    assert not cluster_id.startswith("-") and len(cluster_id) == 22
