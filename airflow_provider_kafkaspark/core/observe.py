@@ -60,3 +60,25 @@ def health_observation(position: CheckpointPosition, kafka: KafkaFacade) -> Obse
         committed_offsets=position.committed_offsets,
         end_offsets=nest(ends.items()),
     )
+
+
+def caught_up(position: CheckpointPosition, end_offsets: TopicOffsets) -> bool:
+    """True when the last committed batch read every partition to `end_offsets` and no
+    further batch is due: none pending, and the event-time watermark the last batch
+    computed has already been applied (so windows it closes were emitted)."""
+    if position.pending_batch is not None or position.commit is None or position.planned is None:
+        return False
+    committed = position.committed_offsets
+    read_all = all(
+        committed.get(topic, {}).get(partition) == end
+        for topic, partitions in end_offsets.items()
+        for partition, end in partitions.items()
+    )
+    watermark_applied = position.planned.watermark_ms == position.commit.next_watermark_ms
+    return read_all and watermark_applied
+
+
+def end_offsets(kafka: KafkaFacade, topics: Iterable[str]) -> TopicOffsets:
+    counts = kafka.topic_partitions(topics)
+    partitions = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]
+    return nest((tp, w.high) for tp, w in kafka.watermarks(partitions).items())

@@ -47,6 +47,7 @@ EXIT_STOPPED = 0
 EXIT_FAILED = 1
 EXIT_NOT_DRAINED = 2
 EXIT_LEASE_HELD = 3
+LISTENER_CATCH_UP_S = 10.0
 POLL_S = 1  # seconds between looks at the stop request (awaitTermination takes int)
 
 
@@ -179,6 +180,10 @@ class ManagedQuery:
     def _finish(self, query: StreamingQuery, reason: str, code: int, message: str) -> int:
         position = CheckpointReader(self.options.checkpoint).position()
         clean = position.pending_batch is None
+        if position.latest_committed is not None and not self.listener.wait_for_batch(
+            position.latest_committed, LISTENER_CATCH_UP_S
+        ):
+            log.warning("progress of batch %s not reported by Spark", position.latest_committed)
         if code == EXIT_STOPPED and not clean:
             # A trigger fired between our check and stop(): Spark re-runs that batch.
             code = EXIT_NOT_DRAINED

@@ -114,6 +114,16 @@ class ProgressListener(StreamingQueryListener):
         self.batches: deque[BatchProgress] = deque(maxlen=keep_batches)
         self.listener_ms: deque[float] = deque(maxlen=1000)
         self.batch_ms: deque[float] = deque(maxlen=1000)
+        self._seen = threading.Condition()
+
+    def wait_for_batch(self, batch_id: int, timeout_s: float) -> bool:
+        """Wait until the progress of `batch_id` was handled. Listener events arrive on
+        Spark's listener bus, after the batch: a driver that stops right after a batch
+        waits for them so that progress.json and the lag group include that batch."""
+        with self._seen:
+            return self._seen.wait_for(
+                lambda: bool(self.batches) and self.batches[-1].batch_id >= batch_id, timeout_s
+            )
 
     def watch(self, query_id: str) -> None:
         self.query_id = query_id
@@ -156,6 +166,8 @@ class ProgressListener(StreamingQueryListener):
             log.warning("progress.json not written: %s", exc)
         self.listener_ms.append((time.perf_counter() - started) * 1000)
         self.batch_ms.append(float(batch.duration_ms.get("triggerExecution", 0)))
+        with self._seen:
+            self._seen.notify_all()
         log.info(
             "batch %d: %d rows, %.0f rows/s, %d ms, end offsets %s",
             batch.batch_id,

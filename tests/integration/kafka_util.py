@@ -52,31 +52,49 @@ def watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, tuple[i
         consumer.close()
 
 
-def read_all_values(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> list[str]:
-    """Every value from earliest to the current end of each partition."""
-    ends = {p: hi for p, (_, hi) in watermarks(bootstrap, topic, partitions).items()}
+def read_all_values(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    *,
+    isolation: str = "read_committed",
+    timeout: float = 60,
+) -> list[str]:
+    """Every value from earliest to the end each partition has for `isolation`.
+
+    Stops at partition EOF rather than at the high watermark: on a transactional topic the
+    last offsets are commit/abort markers that no consumer ever receives, and read_committed
+    ends at the last stable offset.
+    """
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": "kafkaspark-tests-reader",
             "enable.auto.commit": False,
-            "isolation.level": "read_committed",
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[str] = []
-    positions = {p: 0 for p in range(partitions)}
+    at_end: set[int] = set()
     deadline = time.monotonic() + timeout
     try:
-        while any(positions[p] < ends[p] for p in positions):
-            assert time.monotonic() < deadline, f"read stalled at {positions}, ends {ends}"
+        while len(at_end) < partitions:
+            assert time.monotonic() < deadline, f"read stalled; partitions at end: {at_end}"
             msg = consumer.poll(1.0)
-            if msg is None or msg.error():
+            if msg is None:
                 continue
-            value, partition, offset = msg.value(), msg.partition(), msg.offset()
-            assert value is not None and partition is not None and offset is not None
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    partition = msg.partition()
+                    assert partition is not None
+                    at_end.add(partition)
+                continue
+            value = msg.value()
+            assert value is not None
             values.append(value.decode())
-            positions[partition] = offset + 1
     finally:
         consumer.close()
     return values
