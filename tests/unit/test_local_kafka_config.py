@@ -70,6 +70,6 @@ def test_cluster_ids_never_look_like_a_flag(monkeypatch: pytest.MonkeyPatch) -> 
 
     # The first UUID encodes to an id starting with '-'; the launcher must draw again.
     draws = iter([uuid.UUID(bytes=b"\xfb" + bytes(15)), uuid.UUID(int=7)])
-    monkeypatch.setattr(kafka.uuid, "uuid4", lambda: next(draws))
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(draws))
     cluster_id = kafka._new_cluster_id()
     assert not cluster_id.startswith("-") and len(cluster_id) == 22
