@@ -3,13 +3,17 @@ partitions. The exactly-once sink under crashes is in test_exactly_once.py."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 from confluent_kafka.admin import AdminClient, NewPartitions
 
+import airflow_provider_kafkaspark
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.control import ControlFolder
 from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
@@ -21,6 +25,7 @@ from airflow_provider_kafkaspark.local.jobs import (
     wait_exit,
 )
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from airflow_provider_kafkaspark.local.spark import spark_jars_option
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, has_lease, start, wait_until
 
@@ -146,3 +151,45 @@ def test_sigterm_drains_and_new_partitions_are_read_from_their_first_record(
     assert sorted(values) == list(range(1900)), "each record exactly once"
     new_partition = sorted(r["offset"] for r in table if r["partition"] == 2)
     assert new_partition == list(range(acked[2])), "new partition read from its first record"
+
+
+def test_spark_submit_runs_the_runner_file(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "runtime_spark_submit"
+    create_topic(bootstrap, topic, 2)
+    produce_numbered(bootstrap, topic, 200)
+    checkpoint = tmp_path / "checkpoint"
+    spec = {
+        "job_name": "submitted",
+        "source": {"bootstrap_servers": bootstrap, "subscribe": [topic]},
+        "sink": {"kind": "console"},
+        "checkpoint_location": str(checkpoint),
+        "trigger_interval": "availableNow",
+        "lag_group": "",
+    }
+    (tmp_path / "job.json").write_text(json.dumps(spec))
+    venv_bin = Path(sys.executable).parent
+    runner = Path(airflow_provider_kafkaspark.__file__).parent / "spark" / "runner.py"
+    proc = subprocess.run(
+        [
+            str(venv_bin / "spark-submit"),
+            "--master",
+            "local[2]",
+            "--jars",
+            spark_jars_option(),
+            str(runner),
+            "--spec",
+            str(tmp_path / "job.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    stopped = ControlFolder(str(checkpoint)).read_stopped()
+    assert stopped is not None and stopped.clean and stopped.reason == "query finished"
+    assert sum(stopped.offsets[topic].values()) == 200
