@@ -128,7 +128,9 @@ def test_exactly_once_through_three_crashes(
     kill_driver(driver)
     wait_lease_expired(checkpoint)
 
-    run_to_the_end(spec, tmp_path / "run4", kafka, source)
+    final = run_to_the_end(spec, tmp_path / "run4", kafka, source)
+    # The killed driver's lease expired; the restarted one says it took it over.
+    assert "took over an expired lease" in read_log(final, tail=10_000)
     counts, duplicates = sink_counts(bootstrap, sink)
     expected = expected_counts(events, closed_before_ms=flush_ms - WATERMARK_MS)
     assert duplicates == 0
