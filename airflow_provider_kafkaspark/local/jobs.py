@@ -7,6 +7,7 @@ run real drivers that can be stopped, signalled or killed like production ones.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +19,8 @@ from typing import Any
 
 from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest, now_ms
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.local.process import pid_alive
 from airflow_provider_kafkaspark.local.spark import python_env
 
 
@@ -41,17 +44,7 @@ class LocalJobHandle:
         return cls(**raw)
 
     def is_alive(self) -> bool:
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        try:
-            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        return state != "Z"
+        return pid_alive(self.pid)
 
 
 def start_local_job(
@@ -60,9 +53,11 @@ def start_local_job(
     *,
     master: str = "local[2]",
     env: dict[str, str] | None = None,
+    restart_policy: RestartPolicy | None = None,
 ) -> LocalJobHandle:
     """Write the spec (it may hold client secrets: mode 0600) and start the runner in a new
-    session, so it outlives the caller and can be signalled as a group."""
+    session, so it outlives the caller and can be signalled as a group. With a restart
+    policy, a supervisor process starts (and restarts) the runner."""
     folder = Path(workdir)
     folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -73,16 +68,17 @@ def start_local_job(
         out.write(spec.to_json())
     child_env = {**os.environ, **python_env(), **(env or {})}
     with open(log_file, "ab") as log:
-        proc = subprocess.Popen(
-            [
+        command = [sys.executable, "-m", "airflow_provider_kafkaspark.spark.runner"]
+        if restart_policy is not None:
+            command = [
                 sys.executable,
                 "-m",
-                "airflow_provider_kafkaspark.spark.runner",
-                "--spec",
-                str(spec_file),
-                "--master",
-                master,
-            ],
+                "airflow_provider_kafkaspark.local.supervisor",
+                "--policy",
+                json.dumps(restart_policy.to_dict()),
+            ]
+        proc = subprocess.Popen(
+            [*command, "--spec", str(spec_file), "--master", master],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

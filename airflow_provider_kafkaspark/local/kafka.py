@@ -24,6 +24,7 @@ from typing import Any
 
 from airflow_provider_kafkaspark.errors import BrokerStartError, PortInUseError
 from airflow_provider_kafkaspark.local.jars import find_java, kafka_classpath
+from airflow_provider_kafkaspark.local.process import pid_alive, proc_cmdline
 
 log = logging.getLogger(__name__)
 
@@ -95,24 +96,8 @@ def _new_cluster_id() -> str:
 
 
 def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still answers kill(0); its /proc state says it is gone.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True
     # Guard against a reused pid: the process must be one of our brokers.
-    return b"kafka.Kafka" in cmdline
+    return pid_alive(pid) and b"kafka.Kafka" in proc_cmdline(pid or 0)
 
 
 class LocalKafkaCluster:

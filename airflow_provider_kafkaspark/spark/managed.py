@@ -20,6 +20,7 @@ drain within `drain_timeout_s` interrupts the query, says so in `stopped.json` a
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -86,20 +87,18 @@ class ManagedQuery:
 
     def run(self, start: Callable[[], StreamingQuery]) -> int:
         try:
-            previous = self.control.acquire_lease(self.lease)
+            previous = self.control.acquire_lease(self.lease, force=self._holder_is_dead())
         except LeaseHeldError as exc:
             log.error("refusing to start: %s", exc)
             return EXIT_LEASE_HELD
         if previous is not None:
             log.warning(
-                "took over an expired lease of %s (heartbeat %.0fs ago)",
+                "took over the lease of %s (heartbeat %.0fs ago)",
                 previous.describe(),
                 previous.age_ms() / 1000,
             )
-        stale = self.control.read_stop_request()
-        if stale is not None and stale.requested_at_ms < self.lease.started_at_ms:
-            log.info("clearing a stop request meant for an earlier driver")
-            self.control.clear_stop_request()
+        # A stop request already there is honoured: it may have been written between the
+        # submit and this start. Submitters clear stale ones before they start a driver.
         heartbeat = threading.Thread(target=self._heartbeat, name="kafkaspark-lease", daemon=True)
         heartbeat.start()
         if self.options.handle_sigterm and threading.current_thread() is threading.main_thread():
@@ -235,6 +234,24 @@ class ManagedQuery:
                 return
             except Exception as exc:  # noqa: BLE001 - storage hiccup: retry next beat
                 log.warning("lease heartbeat failed, will retry: %s", exc)
+
+    def _holder_is_dead(self) -> bool:
+        """A fresh lease whose driver ran on this host and is gone (a crash a moment ago)
+        need not be waited out: no other driver can be using it."""
+        try:
+            current = self.control.read_lease()
+        except KafkaSparkError:
+            return False
+        if current is None or current.host != self.lease.host or not current.is_fresh():
+            return False
+        try:
+            os.kill(current.pid, 0)
+        except ProcessLookupError:
+            log.warning("lease holder pid %d on this host is gone: taking over", current.pid)
+            return True
+        except PermissionError:
+            return False
+        return False
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         log.info("SIGTERM received")

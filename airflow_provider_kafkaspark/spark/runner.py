@@ -174,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per callback otherwise
     try:
         spec = JobSpec.load(args.spec)
     except InvalidInputError as exc:

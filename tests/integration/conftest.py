@@ -1,4 +1,5 @@
-"""Session-wide real parts: one Kafka broker (KRaft) and one local Spark session.
+"""Session-wide real parts: one local Spark session and checkpoints it wrote (the Kafka
+broker fixture is in tests/conftest.py, shared with tests/e2e).
 
 Missing Java or jars make these fixtures fail, never skip: an integration test that did
 not run must not look like one that passed.
@@ -18,16 +19,6 @@ from tests.integration.spark_checkpoints import MadeCheckpoint, run_stateless, r
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-@pytest.fixture(scope="session")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
-    cluster = LocalKafkaCluster(tmp_path_factory.mktemp("kafka"), brokers=1)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -43,14 +43,3 @@ def has_lease(checkpoint: str) -> bool:
         return ControlFolder(checkpoint).read_lease() is not None
     except Exception:  # noqa: BLE001 - half-created folder
         return False
-
-
-def wait_lease_expired(checkpoint: str, timeout: float = 60) -> None:
-    """After a crash the dead driver's lease stays fresh for its TTL; a restart before that
-    is refused (as it should be)."""
-
-    def expired() -> bool:
-        lease = ControlFolder(checkpoint).read_lease()
-        return lease is None or not lease.is_fresh()
-
-    wait_until(None, "the crashed driver's lease to expire", expired, timeout)

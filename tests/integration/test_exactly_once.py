@@ -36,7 +36,6 @@ from tests.integration.kafka_util import create_topic, read_all_values
 from tests.integration.runtime_util import (
     committed_batches,
     start,
-    wait_lease_expired,
     wait_until,
 )
 
@@ -81,7 +80,6 @@ def crash_with_hook(spec: dict[str, object], workdir: Path, point: str, batch: i
     code = wait_exit(driver, 300)
     assert marker.exists(), f"crash hook {point}:{batch} never fired:\n{read_log(driver)}"
     assert code == -signal.SIGKILL, f"driver exited with {code}, not killed:\n{read_log(driver)}"
-    wait_lease_expired(str(spec["checkpoint_location"]))
 
 
 def sink_counts(bootstrap: str, topic: str) -> tuple[Counter[tuple[int, str]], int]:
@@ -126,11 +124,12 @@ def test_exactly_once_through_three_crashes(
     driver = start(spec, tmp_path / "run3")
     wait_until(driver, "batch 4 planned", lambda: committed_batches(checkpoint) >= 4)
     kill_driver(driver)
-    wait_lease_expired(checkpoint)
 
     final = run_to_the_end(spec, tmp_path / "run4", kafka, source)
-    # The killed driver's lease expired; the restarted one says it took it over.
-    assert "took over an expired lease" in read_log(final, tail=10_000)
+    # The killed driver's lease is still fresh, but its holder is gone from this host:
+    # the restarted driver takes it over at once and says so.
+    assert "lease holder pid" in read_log(final, tail=10_000)
+    assert "took over the lease of" in read_log(final, tail=10_000)
     counts, duplicates = sink_counts(bootstrap, sink)
     expected = expected_counts(events, closed_before_ms=flush_ms - WATERMARK_MS)
     assert duplicates == 0

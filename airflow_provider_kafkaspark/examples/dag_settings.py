@@ -1,0 +1,64 @@
+"""Settings of the example DAGs, from the environment, so the same files run against the
+local stack (`make demo`), in tests, and on a real deployment.
+
+    KAFKASPARK_HOME         folder for checkpoints, savepoints and driver logs
+                            (default /tmp/kafkaspark); any fsspec URL for the first two
+    KAFKASPARK_SOURCE_TOPIC / KAFKASPARK_SINK_TOPIC   (default ip_count_source / _sink)
+    KAFKASPARK_JOB_NAME     (default ip_count)
+    Airflow connection `kafka_default` (type `kafka`, extra {"bootstrap.servers": ...})
+
+Pure Python: DAG files import this at parse time.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
+
+
+@dataclass(frozen=True)
+class ExampleSettings:
+    home: str
+    job_name: str
+    source_topic: str
+    sink_topic: str
+
+    @property
+    def checkpoint(self) -> str:
+        return f"{self.home}/{self.job_name}/checkpoint"
+
+    @property
+    def savepoints(self) -> str:
+        return f"{self.home}/{self.job_name}/savepoints"
+
+    @property
+    def workdir(self) -> str:
+        return f"{self.home}/{self.job_name}/drivers"
+
+    @property
+    def backfill_output(self) -> str:
+        return f"{self.home}/{self.job_name}/backfill"
+
+    def job_spec(self) -> dict[str, Any]:
+        # The servers come from the Kafka connection at submit time.
+        spec = job_spec_dict(
+            bootstrap_servers="from-connection:9092",
+            checkpoint=self.checkpoint,
+            job_name=self.job_name,
+            source_topic=self.source_topic,
+            sink_topic=self.sink_topic,
+        )
+        spec["lease_ttl_s"] = 10
+        return spec
+
+
+def example_settings() -> ExampleSettings:
+    return ExampleSettings(
+        home=os.environ.get("KAFKASPARK_HOME", "/tmp/kafkaspark").rstrip("/"),
+        job_name=os.environ.get("KAFKASPARK_JOB_NAME", "ip_count"),
+        source_topic=os.environ.get("KAFKASPARK_SOURCE_TOPIC", "ip_count_source"),
+        sink_topic=os.environ.get("KAFKASPARK_SINK_TOPIC", "ip_count_sink"),
+    )

@@ -1,0 +1,199 @@
+"""Lifecycle steps the operators and the CLI share: submit, stop with savepoint, restore.
+
+No Airflow here: operators translate connections and context into these calls and the
+results into XCom. Each step observes first (lease, probe, verification, reconciliation),
+decides, and only then acts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, StoppedReport
+from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.reconcile import Severity, build_reconcile_plan
+from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
+from airflow_provider_kafkaspark.core.savepoint import SavepointManifest, SavepointStore
+from airflow_provider_kafkaspark.errors import KafkaSparkError, LeaseHeldError, SavepointError
+from airflow_provider_kafkaspark.local.process import pid_alive
+
+log = logging.getLogger(__name__)
+
+IF_RUNNING = ("fail", "skip", "replace")
+
+
+class JobRunningError(LeaseHeldError):
+    """A live driver holds the job's checkpoint and the caller asked not to replace it."""
+
+
+class StopTimeoutError(KafkaSparkError):
+    """The driver did not stop within the bound and a forced kill was not allowed."""
+
+
+class RestoreRefusedError(SavepointError):
+    """Verification or reconciliation found something that blocks the restore."""
+
+
+def live_lease(checkpoint: str) -> Lease | None:
+    lease = ControlFolder(checkpoint).read_lease()
+    return lease if lease is not None and lease.is_fresh() else None
+
+
+def latest_committed(checkpoint: str) -> int | None:
+    reader = CheckpointReader(checkpoint)
+    if not reader.exists():
+        return None
+    return reader.position().latest_committed
+
+
+def with_connection(spec: JobSpec, servers: str, kafka_config: dict[str, str]) -> JobSpec:
+    """The spec with the connection's servers and client settings (the connection wins)."""
+    source = dataclasses.replace(spec.source, bootstrap_servers=servers)
+    return dataclasses.replace(spec, source=source, kafka_config={**kafka_config})
+
+
+def restore_for_submit(
+    spec: JobSpec,
+    *,
+    savepoint_root: str,
+    savepoint_ref: str,
+    mode: str,
+    kafka_config: dict[str, Any],
+    block_on: Severity = Severity.CRITICAL,
+    force: bool = False,
+) -> tuple[JobSpec, dict[str, Any]]:
+    """Verify the savepoint, reconcile its offsets against Kafka, restore it for `spec`.
+
+    The job's checkpoint location is moved aside (kept as a backup) when it is not empty:
+    the restored checkpoint takes its place, or, in `offsets`/`latest` mode, the query
+    starts on a fresh checkpoint from the savepoint's offsets or the end of each partition.
+    """
+    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.observe import kafka_view
+
+    chosen = RestoreMode.parse(mode)
+    store = SavepointStore(savepoint_root)
+    summary: dict[str, Any] = {"mode": chosen.value}
+    if chosen is not RestoreMode.LATEST:
+        manifest = store.resolve(savepoint_ref, spec.job_name)
+        store.require_verified(manifest.savepoint_id)
+        offsets = {t: {int(p): o for p, o in ps.items()} for t, ps in manifest.offsets.items()}
+        with KafkaFacade(kafka_config) as kafka:
+            view = kafka_view(kafka, offsets, spec.source.subscribe)
+        plan = build_reconcile_plan(offsets, view)
+        summary.update(savepoint_id=manifest.savepoint_id, reconcile=plan.summary())
+        if plan.blocking(block_on) and not force:
+            worst = [f for f in plan.findings if f.severity >= block_on][:3]
+            raise RestoreRefusedError(
+                f"restore of savepoint {manifest.savepoint_id} refused: "
+                + "; ".join(f"{f.kind.value} {f.where}: {f.message}" for f in worst)
+            )
+        ref: str | None = manifest.savepoint_id
+    else:
+        ref = None
+    # Offsets and latest modes need a fresh checkpoint: Spark ignores startingOffsets for
+    # an existing one. Checkpoint mode restores into the (moved-aside) location.
+    from airflow_provider_kafkaspark.core.restore import move_aside
+    from airflow_provider_kafkaspark.core.storage import open_location
+
+    target = open_location(spec.checkpoint_location)
+    if chosen is not RestoreMode.CHECKPOINT and target.exists() and target.listdir():
+        summary["backup"] = move_aside(target).url
+    result = restore(
+        store, ref, target, chosen, job_name=spec.job_name, move_target_aside=True, force=force
+    )
+    if result.backup:
+        summary["backup"] = result.backup
+    if chosen is RestoreMode.CHECKPOINT:
+        return spec, summary
+    source = dataclasses.replace(spec.source, starting_offsets=result.starting_offsets)
+    return dataclasses.replace(spec, source=source), summary
+
+
+def submit_local(
+    spec: JobSpec,
+    workdir: str,
+    *,
+    master: str,
+    restart_policy: RestartPolicy | None,
+) -> dict[str, Any]:
+    """Start the job's driver as a detached local process; the handle is small and durable."""
+    from airflow_provider_kafkaspark.local.jobs import start_local_job
+
+    since = latest_committed(spec.checkpoint_location)
+    control = ControlFolder(spec.checkpoint_location)
+    if control.read_stop_request() is not None:
+        # No live driver holds the lease (checked by the caller): whoever this request was
+        # for is gone, and the new driver would stop at once.
+        log.info("clearing a stop request left by an earlier driver")
+        control.clear_stop_request()
+    handle = start_local_job(spec, Path(workdir), master=master, restart_policy=restart_policy)
+    return {"mode": "local", **handle.to_dict(), "since_batch": since}
+
+
+def stop_job(
+    checkpoint: str,
+    *,
+    requested_by: str,
+    reason: str,
+    drain_timeout_s: float,
+    pid: int | None = None,
+    allow_force_kill: bool = False,
+    poll_s: float = 1.0,
+) -> StoppedReport | None:
+    """Ask the driver to stop, wait for its stopped report; kill it only if allowed.
+
+    Returns None when no driver was running (nothing to stop)."""
+    from airflow_provider_kafkaspark.local.jobs import request_stop
+
+    control = ControlFolder(checkpoint)
+    if live_lease(checkpoint) is None and not pid_alive(pid):
+        log.info("no live driver on %s: nothing to stop", checkpoint)
+        return None
+    request = request_stop(
+        checkpoint, requested_by=requested_by, reason=reason, drain_timeout_s=drain_timeout_s
+    )
+    deadline = time.monotonic() + drain_timeout_s + 30
+    while time.monotonic() < deadline:
+        stopped = control.read_stopped()
+        if stopped is not None and stopped.stopped_at_ms >= request.requested_at_ms:
+            _wait_gone(pid, 30)
+            return stopped
+        if live_lease(checkpoint) is None and not pid_alive(pid):
+            raise StopTimeoutError(f"{checkpoint}: the driver exited without a stopped report")
+        time.sleep(poll_s)
+    if not (allow_force_kill and pid):
+        raise StopTimeoutError(
+            f"{checkpoint}: the driver did not stop within {drain_timeout_s:g}s and a forced "
+            f"kill is not allowed"
+        )
+    log.warning("driver pid %d did not stop in time: killing its process group", pid)
+    os.killpg(pid, signal.SIGKILL)
+    _wait_gone(pid, 30)
+    return None
+
+
+def savepoint_after_stop(
+    checkpoint: str, savepoint_root: str, job_name: str, *, spark_version: str | None
+) -> SavepointManifest:
+    return SavepointStore(savepoint_root).create(
+        checkpoint, job_name=job_name, spark_version=spark_version
+    )
+
+
+def _wait_gone(pid: int | None, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        try:
+            os.waitpid(pid or 0, os.WNOHANG)  # reap it if it is our child
+        except ChildProcessError:
+            pass
+        time.sleep(0.2)

@@ -1,0 +1,31 @@
+"""Process liveness on this host, zombie-aware."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def pid_alive(pid: int | None) -> bool:
+    """True while `pid` runs. A zombie (exited, not yet reaped) still answers kill(0);
+    its /proc state says it is gone."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state != "Z"
+
+
+def proc_cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -1,0 +1,162 @@
+"""SubmitStreamingJobOperator and RestoreStreamingJobOperator."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+
+
+class SubmitStreamingJobOperator(BaseOperator):
+    """Submit a streaming job and return a small, durable handle (XCom); do not wait for it.
+
+    :param job_spec: the job spec (dict or JSON); its Kafka servers and client settings come
+        from ``kafka_conn_id`` (an official-provider ``kafka`` connection).
+    :param if_running: what to do when a live driver holds the checkpoint's lease:
+        ``fail``, ``skip``, or ``replace`` (graceful stop first, then submit).
+    :param restore_from: a savepoint id, ``latest``, or None; with ``restore_mode``
+        (``checkpoint`` | ``offsets`` | ``latest``) and ``savepoint_root``.
+    :param max_restarts / restart_window_s / restart_backoff_s: the restart policy of the
+        local supervisor: at most K restarts in a window, with back-off.
+    """
+
+    template_fields: Sequence[str] = (
+        "job_spec",
+        "restore_from",
+        "restore_mode",
+        "savepoint_root",
+        "workdir",
+        "master",
+    )
+    ui_color = "#e8f4fd"
+
+    def __init__(
+        self,
+        *,
+        job_spec: dict[str, Any] | str,
+        kafka_conn_id: str = "kafka_default",
+        workdir: str = "/tmp/kafkaspark/jobs",
+        master: str = "local[2]",
+        if_running: str = "fail",
+        restore_from: str | None = None,
+        restore_mode: str = "checkpoint",
+        savepoint_root: str | None = None,
+        probe_bootstrap: bool = True,
+        probe_timeout_s: float = 5.0,
+        max_restarts: int = 3,
+        restart_window_s: float = 600.0,
+        restart_backoff_s: float = 5.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        from airflow_provider_kafkaspark.lifecycle import IF_RUNNING
+
+        if if_running not in IF_RUNNING:
+            raise ValueError(f"if_running={if_running!r} is not one of {list(IF_RUNNING)}")
+        self.job_spec = job_spec
+        self.kafka_conn_id = kafka_conn_id
+        self.workdir = workdir
+        self.master = master
+        self.if_running = if_running
+        self.restore_from = restore_from
+        self.restore_mode = restore_mode
+        self.savepoint_root = savepoint_root
+        self.probe_bootstrap = probe_bootstrap
+        self.probe_timeout_s = probe_timeout_s
+        self.max_restarts = max_restarts
+        self.restart_window_s = restart_window_s
+        self.restart_backoff_s = restart_backoff_s
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+        from airflow_provider_kafkaspark.core.jobspec import JobSpec
+        from airflow_provider_kafkaspark.core.restart import RestartPolicy
+        from airflow_provider_kafkaspark.hooks.kafkaspark import (
+            kafka_client_config,
+            kafka_spec_config,
+        )
+        from airflow_provider_kafkaspark.lifecycle import (
+            live_lease,
+            restore_for_submit,
+            stop_job,
+            submit_local,
+            with_connection,
+        )
+
+        raw = json.loads(self.job_spec) if isinstance(self.job_spec, str) else self.job_spec
+        servers, spec_config = kafka_spec_config(self.kafka_conn_id)
+        spec = with_connection(JobSpec.from_dict(raw), servers, spec_config)
+        client = kafka_client_config(self.kafka_conn_id)
+
+        lease = live_lease(spec.checkpoint_location)
+        if lease is not None:
+            message = f"job {spec.job_name} is running: {lease.describe()}"
+            if self.if_running == "fail":
+                raise AirflowFailException(message + " (if_running='fail')")
+            if self.if_running == "skip":
+                raise AirflowSkipException(message + " (if_running='skip')")
+            self.log.info("%s: stopping it first (if_running='replace')", message)
+            stop_job(
+                spec.checkpoint_location,
+                requested_by=f"airflow:{self.task_id}",
+                reason="replaced by a new submit",
+                drain_timeout_s=spec.drain_timeout_s,
+            )
+
+        dead: list[str] = []
+        if self.probe_bootstrap:
+            from airflow_provider_kafkaspark.core.bootstrap_probe import probe_bootstrap
+
+            report = probe_bootstrap(client, timeout_s=self.probe_timeout_s)
+            dead = list(report.dead)
+            if not report.healthy:
+                raise AirflowFailException(
+                    f"no bootstrap server of connection {self.kafka_conn_id!r} answers: "
+                    + "; ".join(f"{s.server}: {s.reason}" for s in report.servers)
+                )
+            if dead:
+                self.log.warning(
+                    "bootstrap servers that are dead or not cluster members: %s "
+                    "(submitting anyway with the live ones listed first)",
+                    ", ".join(dead),
+                )
+
+        restored: dict[str, Any] | None = None
+        if self.restore_from:
+            if not self.savepoint_root:
+                raise AirflowFailException("restore_from needs savepoint_root")
+            spec, restored = restore_for_submit(
+                spec,
+                savepoint_root=self.savepoint_root,
+                savepoint_ref=self.restore_from,
+                mode=self.restore_mode,
+                kafka_config=client,
+            )
+            self.log.info("restored for submit: %s", restored)
+
+        policy = RestartPolicy(
+            max_restarts=self.max_restarts,
+            window_s=self.restart_window_s,
+            backoff_s=self.restart_backoff_s,
+            backoff_max_s=max(self.restart_backoff_s, 120.0),
+        )
+        handle = submit_local(spec, self.workdir, master=self.master, restart_policy=policy)
+        handle.update(dead_bootstrap_servers=dead, restored=restored)
+        self.log.info(
+            "submitted %s: pid %s, log %s", spec.job_name, handle["pid"], handle["log_file"]
+        )
+        return handle
+
+
+class RestoreStreamingJobOperator(SubmitStreamingJobOperator):
+    """Verify a savepoint, reconcile it against Kafka, restore it and submit the job.
+
+    Blocking reconciliation findings (records lost to retention, a recreated topic) stop
+    the restore with a clear message. Defaults to the newest savepoint of the job."""
+
+    def __init__(self, *, savepoint_root: str, restore_from: str = "latest", **kwargs: Any) -> None:
+        kwargs.setdefault("if_running", "fail")
+        super().__init__(savepoint_root=savepoint_root, restore_from=restore_from, **kwargs)
