@@ -5,6 +5,7 @@ local stack (`make demo`), in tests, and on a real deployment.
                             (default /tmp/kafkaspark); any fsspec URL for the first two
     KAFKASPARK_SOURCE_TOPIC / KAFKASPARK_SINK_TOPIC   (default ip_count_source / _sink)
     KAFKASPARK_JOB_NAME     (default ip_count)
+    KAFKASPARK_RECONCILE_TOPICS  more topics the reconcile DAG checks (comma-separated)
     Airflow connection `kafka_default` (type `kafka`, extra {"bootstrap.servers": ...})
 
 Pure Python: DAG files import this at parse time.
@@ -25,6 +26,7 @@ class ExampleSettings:
     job_name: str
     source_topic: str
     sink_topic: str
+    reconcile_topics: tuple[str, ...] = ()
 
     @property
     def checkpoint(self) -> str:
@@ -61,4 +63,8 @@ def example_settings() -> ExampleSettings:
         job_name=os.environ.get("KAFKASPARK_JOB_NAME", "ip_count"),
         source_topic=os.environ.get("KAFKASPARK_SOURCE_TOPIC", "ip_count_source"),
         sink_topic=os.environ.get("KAFKASPARK_SINK_TOPIC", "ip_count_sink"),
+        reconcile_topics=tuple(
+            t.strip() for t in os.environ.get("KAFKASPARK_RECONCILE_TOPICS", "").split(",")
+            if t.strip()
+        ),
     )

@@ -71,6 +71,7 @@ class ManagedQuery:
         self.control = ControlFolder(options.checkpoint)
         self.lease = Lease.new(options.job_name, ttl_ms=int(options.lease_ttl_s * 1000))
         self.stop_reason: str | None = None
+        self.committed_at_start: int | None = None
         self.lost_lease = False
         self._stop_event = threading.Event()
         self._done = threading.Event()
@@ -104,6 +105,8 @@ class ManagedQuery:
         if self.options.handle_sigterm and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_sigterm)
         self.spark.streams.addListener(self.listener)
+        reader = CheckpointReader(self.options.checkpoint)
+        self.committed_at_start = reader.position().latest_committed if reader.exists() else None
         try:
             query = start()
             self.listener.watch(str(query.id))
@@ -179,8 +182,11 @@ class ManagedQuery:
     def _finish(self, query: StreamingQuery, reason: str, code: int, message: str) -> int:
         position = CheckpointReader(self.options.checkpoint).position()
         clean = position.pending_batch is None
-        if position.latest_committed is not None and not self.listener.wait_for_batch(
-            position.latest_committed, LISTENER_CATCH_UP_S
+        ran_a_batch = position.latest_committed is not None and (
+            self.committed_at_start is None or position.latest_committed > self.committed_at_start
+        )
+        if ran_a_batch and not self.listener.wait_for_batch(
+            position.latest_committed or 0, LISTENER_CATCH_UP_S
         ):
             log.warning("progress of batch %s not reported by Spark", position.latest_committed)
         if code == EXIT_STOPPED and not clean:

@@ -1,0 +1,1 @@
+"""Airflow adapters: connections in, core calls, XCom and Asset events out."""

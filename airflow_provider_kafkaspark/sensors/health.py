@@ -1,0 +1,235 @@
+"""`StreamingHealthSensor`: wait until a streaming job's checkpoint is healthy.
+
+Healthy means: at least `min_new_batches` batches committed after `since_batch` (typically the
+submit operator's XCom) and the Burrow-style health rules say OK over `window_s`. It fails
+fast when the driver is gone (stopped report, lease released or expired) or the health status
+is one of `fail_on`. The decision is `core.health_watch.HealthWatch`; this class only reads
+the connection and the context and hands results to XCom.
+
+Poke mode keeps the observations on the sensor instance, so `reschedule` mode (which builds a
+new instance per poke) is not offered; `deferrable=True` frees the worker slot instead.
+
+Only Airflow and the pure core are imported here; the Kafka modules load inside methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator, Context
+from airflow.sdk.bases.sensor import PokeReturnValue
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
+
+from airflow_provider_kafkaspark.core.health import HealthPolicy
+from airflow_provider_kafkaspark.core.health_watch import (
+    DEFAULT_STARTUP_GRACE_MS,
+    HealthWatch,
+    WatchDecision,
+    parse_batch_id,
+    parse_fail_on,
+)
+from airflow_provider_kafkaspark.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+
+# The task-level timeout of a deferral, beyond the trigger's own `timeout_s`: the trigger
+# normally ends first, with a "timeout" event that says what it last saw.
+_DEFER_SLACK_S = 120.0
+
+
+class StreamingHealthSensor(BaseSensorOperator):
+    """Wait until the checkpoint commits `min_new_batches` new batches and is healthy.
+
+    :param checkpoint: checkpoint location (path or fsspec URL). Templated.
+    :param kafka_conn_id: an official-provider `kafka` connection. Templated.
+    :param since_batch: the latest committed batch when the job was submitted (None: none
+        was); a rendered template string such as "12" or "None" is accepted. Templated.
+    :param since_ms: when the watched run was submitted (epoch ms); a stopped report older
+        than this is another run's. None: judged by `since_batch`. Templated.
+    :param min_new_batches: batches that must commit after `since_batch`.
+    :param window_s: the health window; with the default policy, observations must span half
+        of it (and number 3) before any verdict other than UNKNOWN.
+    :param fail_on: health statuses that fail the task (default STALLED, STOPPED, REWOUND).
+    :param lease_required: fail when no driver holds the checkpoint's lease (after
+        `startup_grace_s`, or at once when a lease this sensor saw is released or expires).
+    :param startup_grace_s: how long a starting driver may hold no lease, and show STALLED,
+        STOPPED or LAGGING, before that fails the task.
+    :param poll_interval_s: seconds between polls (the sensor's `poke_interval` unless given).
+    :param deferrable: wait in the triggerer instead of a worker slot.
+    :param kafka_timeout_s: budget of each Kafka request.
+    :param policy: thresholds of the health rules.
+    """
+
+    template_fields: Sequence[str] = ("checkpoint", "since_batch", "kafka_conn_id", "since_ms")
+    valid_modes: Sequence[str] = ("poke",)
+    ui_color = "#d6eaf8"
+
+    def __init__(
+        self,
+        *,
+        checkpoint: str,
+        kafka_conn_id: str = "kafka_default",
+        since_batch: int | str | None = None,
+        since_ms: int | str | None = None,
+        min_new_batches: int = 3,
+        window_s: float = 60.0,
+        fail_on: Sequence[str] | None = None,
+        lease_required: bool = True,
+        startup_grace_s: float = DEFAULT_STARTUP_GRACE_MS / 1000,
+        deferrable: bool = False,
+        poll_interval_s: float = 10.0,
+        kafka_timeout_s: float = 10.0,
+        policy: HealthPolicy | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("poke_interval", poll_interval_s)
+        super().__init__(**kwargs)
+        self.checkpoint = checkpoint
+        self.kafka_conn_id = kafka_conn_id
+        self.since_batch = since_batch
+        self.since_ms = since_ms
+        self.min_new_batches = min_new_batches
+        self.window_s = float(window_s)
+        self.fail_on = sorted(s.value for s in parse_fail_on(fail_on))
+        self.lease_required = lease_required
+        self.startup_grace_s = float(startup_grace_s)
+        self.deferrable = deferrable
+        self.poll_interval_s = float(poll_interval_s)
+        self.kafka_timeout_s = float(kafka_timeout_s)
+        self.policy = policy
+        if window_s <= 0 or poll_interval_s <= 0 or kafka_timeout_s <= 0:
+            raise InvalidInputError(
+                f"{self.task_id}: window_s, poll_interval_s and kafka_timeout_s must be > 0"
+            )
+        if isinstance(min_new_batches, bool) or min_new_batches < 0:
+            raise InvalidInputError(f"{self.task_id}: min_new_batches must be an int >= 0")
+        self._watch: HealthWatch | None = None
+        self._kafka: KafkaFacade | None = None
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def resolved_since(self) -> tuple[int | None, int | None]:
+        """(since_batch, since_ms) after templating: Jinja renders an XCom int as "12" and
+        None as "None". Bad values fail the task without retries (the input is wrong)."""
+        try:
+            return (
+                parse_batch_id(self.since_batch, f"{self.task_id}.since_batch"),
+                parse_batch_id(self.since_ms, f"{self.task_id}.since_ms", "epoch milliseconds"),
+            )
+        except InvalidInputError as exc:
+            raise AirflowFailException(str(exc)) from exc
+
+    def _policy_dict(self) -> dict[str, Any] | None:
+        return None if self.policy is None else asdict(self.policy)
+
+    # -- execution ---------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> Any:
+        if self.deferrable:
+            from airflow_provider_kafkaspark.core.control import now_ms
+            from airflow_provider_kafkaspark.triggers.health import StreamingHealthTrigger
+
+            since_batch, since_ms = self.resolved_since()
+            trigger = StreamingHealthTrigger(
+                checkpoint=self.checkpoint,
+                kafka_conn_id=self.kafka_conn_id,
+                since_batch=since_batch,
+                since_ms=since_ms,
+                started_ms=now_ms(),
+                min_new_batches=self.min_new_batches,
+                window_s=self.window_s,
+                fail_on=self.fail_on,
+                lease_required=self.lease_required,
+                startup_grace_s=self.startup_grace_s,
+                poll_interval_s=self.poll_interval_s,
+                timeout_s=float(self.timeout),
+                kafka_timeout_s=self.kafka_timeout_s,
+                policy=self._policy_dict(),
+            )
+            self.defer(
+                trigger=trigger,
+                method_name="execute_complete",
+                timeout=timedelta(seconds=float(self.timeout) + _DEFER_SLACK_S),
+            )
+        self._watch = None  # a new execution watches from scratch
+        try:
+            return super().execute(context)
+        finally:
+            self.close()
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        from airflow_provider_kafkaspark.core.control import now_ms
+        from airflow_provider_kafkaspark.errors import KafkaUnavailableError
+        from airflow_provider_kafkaspark.triggers.health import read_watch_inputs
+
+        watch = self._watch_instance()
+        try:
+            inputs = read_watch_inputs(self.checkpoint, self._kafka_facade())
+        except KafkaUnavailableError as exc:
+            self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
+            return PokeReturnValue(False)
+        except InvalidInputError as exc:
+            raise AirflowFailException(f"cannot observe {self.checkpoint}: {exc}") from exc
+        decision = watch.observe(inputs.observation, inputs.lease, inputs.stopped, now_ms())
+        return self._handle(decision)
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        """Resume after the trigger: healthy returns the summary, the rest raise."""
+        if event is None:
+            raise AirflowException(f"{self.task_id}: the health trigger sent no event")
+        try:
+            decision = WatchDecision.from_dict(event)
+        except InvalidInputError as exc:
+            raise AirflowException(f"{self.task_id}: {exc}") from exc
+        if decision.state == "timeout":
+            self.log.info("health of %s: timeout: %s", self.checkpoint, decision.reason)
+            raise AirflowSensorTimeout(decision.reason)
+        if decision.state == "waiting":
+            raise AirflowException(f"{self.task_id}: the health trigger ended while waiting")
+        return self._handle(decision).xcom_value
+
+    def close(self) -> None:
+        if self._kafka is not None:
+            self._kafka.close()
+            self._kafka = None
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _handle(self, decision: WatchDecision) -> PokeReturnValue:
+        self.log.info("health of %s: %s: %s", self.checkpoint, decision.state, decision.reason)
+        if decision.state == "healthy":
+            return PokeReturnValue(True, decision.summary())
+        if decision.state == "waiting":
+            return PokeReturnValue(False)
+        raise AirflowFailException(decision.reason)
+
+    def _watch_instance(self) -> HealthWatch:
+        if self._watch is None:
+            since_batch, since_ms = self.resolved_since()
+            self._watch = HealthWatch(
+                since_batch=since_batch,
+                min_new_batches=self.min_new_batches,
+                window_ms=round(self.window_s * 1000),
+                policy=self.policy,
+                fail_on=parse_fail_on(self.fail_on),
+                lease_required=self.lease_required,
+                since_ms=since_ms,
+                startup_grace_ms=round(self.startup_grace_s * 1000),
+            )
+        return self._watch
+
+    def _kafka_facade(self) -> KafkaFacade:
+        if self._kafka is None:
+            from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+            from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
+
+            try:
+                config = kafka_client_config(self.kafka_conn_id)
+            except InvalidInputError as exc:
+                raise AirflowFailException(str(exc)) from exc
+            self._kafka = KafkaFacade(config, timeout_s=self.kafka_timeout_s)
+        return self._kafka

@@ -1,0 +1,193 @@
+"""The deferrable side of `StreamingHealthSensor`: polls a checkpoint in the triggerer.
+
+The trigger serializes only names and numbers (the connection id, never its config). The Kafka
+client config is resolved inside `run`, in a worker thread, through the official Kafka hook:
+the triggerer accepts the SDK's blocking connection calls from threads other than its event
+loop, and the hook resolves the connection's allow-listed callbacks as it does for tasks.
+
+confluent_kafka and the core Kafka modules are imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_provider_kafkaspark.core.health import HealthPolicy, Observation
+from airflow_provider_kafkaspark.core.health_watch import (
+    DEFAULT_STARTUP_GRACE_MS,
+    HealthWatch,
+    WatchDecision,
+    parse_batch_id,
+    parse_fail_on,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.core.control import Lease, StoppedReport
+    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+
+CLASSPATH = "airflow_provider_kafkaspark.triggers.health.StreamingHealthTrigger"
+
+
+@dataclass(frozen=True)
+class WatchInputs:
+    """What one poll reads: cheap reads only (the latest position, two small control files,
+    Kafka's end offsets of the partitions the checkpoint reads)."""
+
+    observation: Observation | None
+    lease: Lease | None
+    stopped: StoppedReport | None
+
+
+def read_watch_inputs(checkpoint: str, kafka: KafkaFacade) -> WatchInputs:
+    """One poll's inputs (blocking). `observation` is None while the checkpoint does not
+    exist yet; a malformed checkpoint or control file raises `InvalidInputError`."""
+    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.core.observe import health_observation
+
+    control = ControlFolder(checkpoint)
+    lease = control.read_lease()
+    stopped = control.read_stopped()
+    reader = CheckpointReader(checkpoint)
+    observation = health_observation(reader.position(), kafka) if reader.exists() else None
+    return WatchInputs(observation, lease, stopped)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class StreamingHealthTrigger(BaseTrigger):
+    """Polls every `poll_interval_s` and fires one event: healthy, failed or timeout.
+
+    The event is `WatchDecision.to_dict()`: {"state", "reason", "report", "new_batches"}.
+    A poll that Kafka does not answer in time is skipped (logged). Bad input (a malformed
+    checkpoint or control file, a bad connection, a topic or ACL problem) ends the trigger with
+    a failed event naming it (core messages hold no client config values); other errors
+    propagate and fail the task, so its retries apply.
+    """
+
+    def __init__(
+        self,
+        *,
+        checkpoint: str,
+        kafka_conn_id: str = "kafka_default",
+        since_batch: int | None = None,
+        since_ms: int | None = None,
+        started_ms: int | None = None,
+        min_new_batches: int = 3,
+        window_s: float = 60.0,
+        fail_on: Sequence[str] | None = None,
+        lease_required: bool = True,
+        startup_grace_s: float = DEFAULT_STARTUP_GRACE_MS / 1000,
+        poll_interval_s: float = 10.0,
+        timeout_s: float = 3600.0,
+        kafka_timeout_s: float = 10.0,
+        policy: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.checkpoint = checkpoint
+        self.kafka_conn_id = kafka_conn_id
+        self.since_batch = parse_batch_id(since_batch)
+        self.since_ms = since_ms
+        self.started_ms = started_ms
+        self.min_new_batches = min_new_batches
+        self.window_s = float(window_s)
+        # Names, sorted: the serialized form is plain JSON and compares equal after a trip.
+        self.fail_on = sorted(s.value for s in parse_fail_on(fail_on))
+        self.lease_required = lease_required
+        self.startup_grace_s = float(startup_grace_s)
+        self.poll_interval_s = float(poll_interval_s)
+        self.timeout_s = float(timeout_s)
+        self.kafka_timeout_s = float(kafka_timeout_s)
+        self.policy = dict(policy) if policy is not None else None
+        self.watch()  # checks every argument now, in the task, rather than in the triggerer
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            CLASSPATH,
+            {
+                "checkpoint": self.checkpoint,
+                "kafka_conn_id": self.kafka_conn_id,
+                "since_batch": self.since_batch,
+                "since_ms": self.since_ms,
+                "started_ms": self.started_ms,
+                "min_new_batches": self.min_new_batches,
+                "window_s": self.window_s,
+                "fail_on": list(self.fail_on),
+                "lease_required": self.lease_required,
+                "startup_grace_s": self.startup_grace_s,
+                "poll_interval_s": self.poll_interval_s,
+                "timeout_s": self.timeout_s,
+                "kafka_timeout_s": self.kafka_timeout_s,
+                "policy": None if self.policy is None else dict(self.policy),
+            },
+        )
+
+    def watch(self) -> HealthWatch:
+        """A new watch with this trigger's settings."""
+        return HealthWatch(
+            since_batch=self.since_batch,
+            min_new_batches=self.min_new_batches,
+            window_ms=round(self.window_s * 1000),
+            policy=None if self.policy is None else HealthPolicy(**self.policy),
+            fail_on=parse_fail_on(self.fail_on),
+            lease_required=self.lease_required,
+            since_ms=self.since_ms,
+            started_ms=self.started_ms,
+            startup_grace_ms=round(self.startup_grace_s * 1000),
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+        from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaUnavailableError
+        from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
+
+        watch = self.watch()
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            config = await asyncio.to_thread(kafka_client_config, self.kafka_conn_id)
+        except InvalidInputError as exc:
+            yield _event(_error(f"cannot read the Kafka connection: {exc}"))
+            return
+        kafka = KafkaFacade(config, timeout_s=self.kafka_timeout_s)
+        del config
+        try:
+            while True:
+                try:
+                    inputs = await asyncio.to_thread(read_watch_inputs, self.checkpoint, kafka)
+                except KafkaUnavailableError as exc:
+                    self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
+                else:
+                    decision = watch.observe(
+                        inputs.observation, inputs.lease, inputs.stopped, now_ms()
+                    )
+                    self.log.info(
+                        "health of %s: %s: %s", self.checkpoint, decision.state, decision.reason
+                    )
+                    if decision.done:
+                        yield _event(decision.to_dict())
+                        return
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    yield _event(watch.timed_out(now_ms(), self.timeout_s).to_dict())
+                    return
+                await asyncio.sleep(min(self.poll_interval_s, remaining))
+        except InvalidInputError as exc:
+            yield _event(_error(f"cannot observe {self.checkpoint}: {exc}"))
+        finally:
+            kafka.close()
+
+
+def _event(payload: dict[str, Any]) -> TriggerEvent:
+    return TriggerEvent(payload)  # type: ignore[no-untyped-call]
+
+
+def _error(reason: str) -> dict[str, Any]:
+    return WatchDecision("failed", reason, None, 0).to_dict()

@@ -1,0 +1,72 @@
+"""Scheduled restart window: stop with a savepoint, restore it, wait healthy, roll back.
+
+stop (graceful, savepoint) -> restore (verify + reconcile + restore + submit) -> healthy
+If the restored job is not healthy: stop it (no savepoint) and restore the savepoint taken
+at the start of the window again, the known-good state (the rollback pattern).
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import DAG
+
+from airflow_provider_kafkaspark.examples.dag_settings import example_settings
+from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
+from airflow_provider_kafkaspark.operators.submit import RestoreStreamingJobOperator
+from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
+
+settings = example_settings()
+SAVEPOINT = "{{ ti.xcom_pull(task_ids='stop_with_savepoint')['savepoint_id'] }}"
+
+with DAG(
+    dag_id="kafkaspark_restart_window",
+    schedule="0 3 * * *",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["kafkaspark", "example"],
+    doc_md=__doc__,
+) as dag:
+    stop = StopStreamingJobOperator(
+        task_id="stop_with_savepoint",
+        checkpoint=settings.checkpoint,
+        job_name=settings.job_name,
+        savepoint_root=settings.savepoints,
+    )
+    restore = RestoreStreamingJobOperator(
+        task_id="restore",
+        job_spec=settings.job_spec(),
+        savepoint_root=settings.savepoints,
+        restore_from=SAVEPOINT,
+        restore_mode="checkpoint",
+        workdir=settings.workdir,
+    )
+    healthy = StreamingHealthSensor(
+        task_id="wait_healthy",
+        checkpoint=settings.checkpoint,
+        kafka_conn_id="kafka_default",
+        since_batch="{{ ti.xcom_pull(task_ids='restore')['since_batch'] }}",
+        min_new_batches=2,
+        window_s=30,
+        poke_interval=2,
+        timeout=300,
+    )
+    stop_unhealthy = StopStreamingJobOperator(
+        task_id="stop_unhealthy",
+        checkpoint=settings.checkpoint,
+        job_name=settings.job_name,
+        savepoint_root=settings.savepoints,
+        take_savepoint=False,
+        allow_force_kill=True,
+        drain_timeout_s=60,
+        trigger_rule="one_failed",
+    )
+    rollback = RestoreStreamingJobOperator(
+        task_id="rollback",
+        job_spec=settings.job_spec(),
+        savepoint_root=settings.savepoints,
+        restore_from=SAVEPOINT,
+        restore_mode="checkpoint",
+        workdir=settings.workdir,
+    )
+    stop >> restore >> healthy >> stop_unhealthy >> rollback
