@@ -64,7 +64,8 @@ def example_settings() -> ExampleSettings:
         source_topic=os.environ.get("KAFKASPARK_SOURCE_TOPIC", "ip_count_source"),
         sink_topic=os.environ.get("KAFKASPARK_SINK_TOPIC", "ip_count_sink"),
         reconcile_topics=tuple(
-            t.strip() for t in os.environ.get("KAFKASPARK_RECONCILE_TOPICS", "").split(",")
+            t.strip()
+            for t in os.environ.get("KAFKASPARK_RECONCILE_TOPICS", "").split(",")
             if t.strip()
         ),
     )
