@@ -18,6 +18,13 @@ from typing import Any
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, StoppedReport
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.offsets import (
+    TopicOffsets,
+    TopicPartition,
+    format_kafka_offsets,
+    nest,
+    total_records,
+)
 from airflow_provider_kafkaspark.core.reconcile import Severity, build_reconcile_plan
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
@@ -197,3 +204,85 @@ def _wait_gone(pid: int | None, timeout_s: float) -> None:
         except ChildProcessError:
             pass
         time.sleep(0.2)
+
+
+class BackfillError(KafkaSparkError):
+    """The bounded batch run failed."""
+
+
+def backfill_offsets(
+    kafka_config: dict[str, Any], topics: tuple[str, ...], start_ms: int, end_ms: int
+) -> tuple[TopicOffsets, TopicOffsets]:
+    """Per-partition [start, end) offsets of a time range (end exclusive)."""
+    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+
+    with KafkaFacade(kafka_config) as kafka:
+        counts = kafka.topic_partitions(topics)
+        partitions = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]
+        starts = kafka.offsets_for_times(dict.fromkeys(partitions, start_ms))
+        ends = kafka.offsets_for_times(dict.fromkeys(partitions, end_ms))
+    return nest(starts.items()), nest(ends.items())
+
+
+def run_backfill(
+    spec: JobSpec,
+    *,
+    kafka_config: dict[str, Any],
+    start_ms: int,
+    end_ms: int,
+    output_root: str,
+    master: str,
+    timeout_s: float,
+) -> dict[str, Any]:
+    """Run `spark/backfill.py` over the offsets of [start_ms, end_ms); blocks until done."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    from airflow_provider_kafkaspark.local.spark import python_env
+
+    if not spec.source.subscribe:
+        raise BackfillError("backfill needs a job whose source names its topics (subscribe)")
+    starting, ending = backfill_offsets(kafka_config, spec.source.subscribe, start_ms, end_ms)
+    output = f"{output_root.rstrip('/')}/interval={start_ms}-{end_ms}"
+    with tempfile.TemporaryDirectory(prefix="kafkaspark-backfill-") as tmp:
+        spec_file = Path(tmp) / "spec.json"
+        fd = os.open(spec_file, os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(spec.to_json())
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "airflow_provider_kafkaspark.spark.backfill",
+                "--spec",
+                str(spec_file),
+                "--master",
+                master,
+                "--output",
+                output,
+                "--starting-offsets",
+                format_kafka_offsets(starting),
+                "--ending-offsets",
+                format_kafka_offsets(ending),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            env={**os.environ, **python_env()},
+        )
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])
+        raise BackfillError(f"backfill of {output} failed (exit {proc.returncode}):\n{tail}")
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {
+        "start_ms": start_ms,
+        "end_ms": end_ms,
+        "starting_offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in starting.items()},
+        "ending_offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in ending.items()},
+        "records": total_records(starting, ending),
+        "rows": int(summary["rows"]),
+        "output": output,
+    }

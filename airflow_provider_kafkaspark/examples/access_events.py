@@ -56,7 +56,8 @@ def generate_events(
 def produce_events(
     bootstrap_servers: str, topic: str, events: Iterator[AccessEvent] | list[AccessEvent]
 ) -> int:
-    """Produce events keyed by IP; returns how many the broker acknowledged."""
+    """Produce events keyed by IP, timestamped with their event time; returns how many the
+    broker acknowledged."""
     from confluent_kafka import Producer
 
     acked = 0
@@ -73,8 +74,14 @@ def produce_events(
         {"bootstrap.servers": bootstrap_servers, "linger.ms": 10, "enable.idempotence": True}
     )
     for event in events:
+        # The record timestamp is the event time, so a backfill of a time range (which maps
+        # times to offsets with Kafka's offsets-for-times) selects events by event time.
         producer.produce(
-            topic, key=event.ip.encode(), value=event.to_json(), on_delivery=on_delivery
+            topic,
+            key=event.ip.encode(),
+            value=event.to_json(),
+            timestamp=event.event_time_ms,
+            on_delivery=on_delivery,
         )
         producer.poll(0)
     producer.flush(60)

@@ -323,6 +323,10 @@ class LocalKafkaCluster:
             "share.coordinator.state.topic.replication.factor": str(min(3, count)),
             "share.coordinator.state.topic.min.isr": str(min(2, count)),
             "group.initial.rebalance.delay.ms": "0",
+            # No time-based retention by default: the example events carry event times
+            # from the past, which time retention would delete within minutes. Topics that
+            # test retention set retention.ms themselves.
+            "log.retention.ms": "-1",
         }
         config.update(self._state.broker_config)
         return config

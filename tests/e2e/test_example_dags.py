@@ -4,6 +4,7 @@ reconcile, deploy again; the exactly-once output has no duplicate and no gap."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -77,10 +78,10 @@ def airflow_env(
     )
 
 
-def dags_test(env: dict[str, str], dag_id: str) -> str:
+def dags_test(env: dict[str, str], dag_id: str, logical_date: str | None = None) -> str:
     airflow = str(Path(sys.executable).parent / "airflow")
     proc = subprocess.run(
-        [airflow, "dags", "test", dag_id],
+        [airflow, "dags", "test", dag_id, *([logical_date] if logical_date else [])],
         env=env,
         capture_output=True,
         text=True,
@@ -165,3 +166,42 @@ def test_deploy_restart_window_reconcile_exactly_once(
         counts[key] = int(row["count"])
     assert sum(n - 1 for n in seen.values()) == 0, "duplicates after the restart window"
     assert counts == expected_counts(events, closed_before_ms=flush_ms - 10_000)
+
+
+def backfill_counts(output_root: Path) -> Counter[tuple[int, str]]:
+    import pyarrow.parquet as pq
+
+    counts: Counter[tuple[int, str]] = Counter()
+    for row in pq.read_table(str(output_root)).to_pylist():
+        value = json.loads(row["value"])
+        counts[(int(value["window_start_ms"]), str(value["ip"]))] += int(value["count"])
+    return counts
+
+
+def test_backfill_three_intervals_and_rerun(
+    kafka_cluster: LocalKafkaCluster, airflow_env: dict[str, str]
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "e2e_backfill_source"
+    env = {**airflow_env, "KAFKASPARK_SOURCE_TOPIC": topic, "KAFKASPARK_JOB_NAME": "e2e_bf"}
+    create_topic(bootstrap, topic, 3)
+    # Three minutes of events from the DAG's start date; record timestamps = event times.
+    minute0 = 1_700_000_040_000  # 2023-11-14T22:14:00Z
+    events = list(generate_events(9_000, seed=9, start_ms=minute0, events_per_second=50))
+    produce_events(bootstrap, topic, events)
+    # `airflow dags test DAG DATE` runs the interval that ends at DATE (Airflow 3).
+    dates = ["2023-11-14T22:15:00+00:00", "2023-11-14T22:16:00+00:00", "2023-11-14T22:17:00+00:00"]
+    for date in dates:
+        dags_test(env, "kafkaspark_backfill", date)
+    output_root = Path(env["KAFKASPARK_HOME"]) / "e2e_bf" / "backfill"
+    minutes = [minute0 + i * 60_000 for i in range(4)]
+    assert sorted(p.name for p in output_root.glob("interval=*")) == [
+        f"interval={a}-{b}" for a, b in itertools.pairwise(minutes)
+    ]
+    counts = backfill_counts(output_root)
+    in_range = [e for e in events if e.event_time_ms < minute0 + 180_000]
+    assert counts == expected_counts(in_range, closed_before_ms=minute0 + 180_000)
+    assert sum(counts.values()) == len(in_range)
+
+    dags_test(env, "kafkaspark_backfill", dates[1])  # re-run: replaces, never duplicates
+    assert backfill_counts(output_root) == counts

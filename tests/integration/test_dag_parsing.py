@@ -35,6 +35,7 @@ def test_example_dags_parse_without_heavy_imports(tmp_path: Path) -> None:
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["errors"] == {}
     assert result["dag_ids"] == [
+        "kafkaspark_backfill",
         "kafkaspark_deploy",
         "kafkaspark_reconcile",
         "kafkaspark_restart_window",
