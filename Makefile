@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit integration lint bench clean
+.PHONY: setup demo test unit integration e2e lint bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -18,6 +18,9 @@ unit: setup
 
 integration: setup
 	$(PY) -m pytest tests/integration -ra
+
+e2e: setup
+	$(PY) -m pytest tests/e2e -ra
 
 lint: setup
 	$(VENV)/bin/ruff check .
