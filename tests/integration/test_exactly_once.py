@@ -126,9 +126,8 @@ def test_exactly_once_through_three_crashes(
     kill_driver(driver)
 
     final = run_to_the_end(spec, tmp_path / "run4", kafka, source)
-    # The killed driver's lease is still fresh, but its holder is gone from this host:
-    # the restarted driver takes it over at once and says so.
-    assert "lease holder pid" in read_log(final, tail=10_000)
+    # The killed driver's lease is taken over (at once when its holder is known to be gone
+    # from this host, or once it expired) and the restarted driver says so.
     assert "took over the lease of" in read_log(final, tail=10_000)
     counts, duplicates = sink_counts(bootstrap, sink)
     expected = expected_counts(events, closed_before_ms=flush_ms - WATERMARK_MS)
