@@ -280,6 +280,33 @@ class LocalKafkaCluster:
                 )
             if missing:
                 time.sleep(0.3)
+        self._wait_partition_leaders(deadline, timeout)
+
+    def _wait_partition_leaders(self, deadline: float, timeout: float) -> None:
+        """Until every partition has a live leader: a restarted broker answers metadata
+        before it leads its partitions again, and offset requests fail until it does."""
+        from confluent_kafka.admin import AdminClient
+
+        live = {n.node_id for n in self._state.nodes if _pid_alive(n.pid)}
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        while True:
+            leaderless: list[str] = []
+            try:
+                metadata = admin.list_topics(timeout=2)
+                for topic in metadata.topics.values():
+                    for partition in topic.partitions.values():
+                        if partition.error is not None or partition.leader not in live:
+                            leaderless.append(f"{topic.topic}-{partition.id}")
+            except Exception:  # noqa: BLE001 - retried until the deadline
+                leaderless = ["(no metadata)"]
+            if not leaderless:
+                return
+            if time.monotonic() > deadline:
+                raise BrokerStartError(
+                    f"partitions without a live leader {timeout}s after start: "
+                    f"{leaderless[:5]}; see {self.base_dir}/node-*/server.log"
+                )
+            time.sleep(0.3)
 
     def __enter__(self) -> LocalKafkaCluster:
         return self.start()

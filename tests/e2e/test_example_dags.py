@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -166,6 +167,12 @@ def test_deploy_restart_window_reconcile_exactly_once(
         counts[key] = int(row["count"])
     assert sum(n - 1 for n in seen.values()) == 0, "duplicates after the restart window"
     assert counts == expected_counts(events, closed_before_ms=flush_ms - 10_000)
+
+    # Nothing the tasks pushed to XCom holds the connection's password either.
+    with sqlite3.connect(Path(airflow_env["AIRFLOW_HOME"]) / "airflow.db") as db:
+        xcoms = [str(row) for row in db.execute("SELECT task_id, key, value FROM xcom")]
+    assert any("submit" in x for x in xcoms), "expected the submit handle in XCom"
+    assert not [x for x in xcoms if SENTINEL in x]
 
 
 def backfill_counts(output_root: Path) -> Counter[tuple[int, str]]:
