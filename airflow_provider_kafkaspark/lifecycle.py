@@ -240,6 +240,7 @@ def run_backfill(
     import sys
     import tempfile
 
+    from airflow_provider_kafkaspark.local.jobs import write_spec_file
     from airflow_provider_kafkaspark.local.spark import python_env
 
     if not spec.source.subscribe:
@@ -247,10 +248,7 @@ def run_backfill(
     starting, ending = backfill_offsets(kafka_config, spec.source.subscribe, start_ms, end_ms)
     output = f"{output_root.rstrip('/')}/interval={start_ms}-{end_ms}"
     with tempfile.TemporaryDirectory(prefix="kafkaspark-backfill-") as tmp:
-        spec_file = Path(tmp) / "spec.json"
-        fd = os.open(spec_file, os.O_WRONLY | os.O_CREAT, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(spec.to_json())
+        spec_file = write_spec_file(spec, tmp)
         proc = subprocess.run(
             [
                 sys.executable,

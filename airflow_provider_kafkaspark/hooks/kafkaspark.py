@@ -45,3 +45,55 @@ def kafka_spec_config(kafka_conn_id: str) -> tuple[str, dict[str, str]]:
     for key in ("group.id", "auto.offset.reset", "enable.auto.commit"):
         extra.pop(key, None)
     return str(servers), {str(k): str(v) for k, v in extra.items()}
+
+
+# spark-submit returns once the driver is submitted instead of following it for the life of
+# the stream (each key is read by one cluster manager only).
+NO_WAIT_CONF = {
+    "spark.yarn.submit.waitAppCompletion": "false",
+    "spark.kubernetes.submission.waitAppCompletion": "false",
+    "spark.standalone.submit.waitAppCompletion": "false",
+}
+
+
+def spark_connection(spark_conn_id: str) -> tuple[str, str | None]:
+    """(master, deploy mode) of a `spark` connection, as the official Spark hook reads it."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    resolved = SparkSubmitHook(conn_id=spark_conn_id)._connection
+    return str(resolved["master"]), resolved.get("deploy_mode")
+
+
+def submit_cluster_mode(
+    spec_file: str, *, spark_conn_id: str, job_name: str, spark_conf: dict[str, str]
+) -> dict[str, Any]:
+    """Submit the runner in cluster deploy mode through the official SparkSubmitHook and
+    return where the driver runs: YARN application id, Kubernetes driver pod, or standalone
+    driver id. The spec travels with `--files`; the package must be installed in the
+    cluster's Python environment."""
+    from pathlib import Path
+
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    from airflow_provider_kafkaspark.local.spark import spark_jars_option
+
+    runner = Path(__file__).resolve().parents[1] / "spark" / "runner.py"
+    hook = SparkSubmitHook(
+        conn_id=spark_conn_id,
+        conf={**spark_conf, **NO_WAIT_CONF},
+        files=spec_file,
+        jars=spark_jars_option(),
+        name=job_name,
+        application_args=["--spec", Path(spec_file).name],
+        deploy_mode="cluster",
+    )
+    hook.submit(str(runner))
+    resolved = hook._connection
+    return {
+        "mode": "cluster",
+        "job_name": job_name,
+        "master": resolved["master"],
+        "yarn_application_id": hook._yarn_application_id,
+        "kubernetes_driver_pod": hook._kubernetes_driver_pod,
+        "driver_id": hook._driver_id,
+    }

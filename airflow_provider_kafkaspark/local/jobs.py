@@ -47,6 +47,17 @@ class LocalJobHandle:
         return pid_alive(self.pid)
 
 
+def write_spec_file(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:
+    """The spec as a file only its owner can read (it may hold client secrets)."""
+    folder = Path(workdir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{spec.job_name}-{time.strftime('%Y%m%dT%H%M%S')}.spec.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(spec.to_json())
+    return path
+
+
 def start_local_job(
     spec: JobSpec,
     workdir: str | os.PathLike[str],
@@ -58,14 +69,8 @@ def start_local_job(
     """Write the spec (it may hold client secrets: mode 0600) and start the runner in a new
     session, so it outlives the caller and can be signalled as a group. With a restart
     policy, a supervisor process starts (and restarts) the runner."""
-    folder = Path(workdir)
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    spec_file = folder / f"{spec.job_name}-{stamp}.spec.json"
-    log_file = folder / f"{spec.job_name}-{stamp}.log"
-    fd = os.open(spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(spec.to_json())
+    spec_file = write_spec_file(spec, workdir)
+    log_file = spec_file.with_name(spec_file.name.replace(".spec.json", ".log"))
     child_env = {**os.environ, **python_env(), **(env or {})}
     with open(log_file, "ab") as log:
         command = [sys.executable, "-m", "airflow_provider_kafkaspark.spark.runner"]

@@ -14,6 +14,10 @@ class SubmitStreamingJobOperator(BaseOperator):
 
     :param job_spec: the job spec (dict or JSON); its Kafka servers and client settings come
         from ``kafka_conn_id`` (an official-provider ``kafka`` connection).
+    :param spark_conn_id: an official-provider ``spark`` connection. Without one, or with a
+        client deploy mode, the driver runs as a detached local process (``master`` or the
+        connection's master); with ``deploy-mode: cluster`` the official SparkSubmitHook
+        submits it to YARN, Kubernetes or a standalone cluster.
     :param if_running: what to do when a live driver holds the checkpoint's lease:
         ``fail``, ``skip``, or ``replace`` (graceful stop first, then submit).
     :param restore_from: a savepoint id, ``latest``, or None; with ``restore_mode``
@@ -37,6 +41,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         *,
         job_spec: dict[str, Any] | str,
         kafka_conn_id: str = "kafka_default",
+        spark_conn_id: str | None = None,
         workdir: str = "/tmp/kafkaspark/jobs",
         master: str = "local[2]",
         if_running: str = "fail",
@@ -57,6 +62,7 @@ class SubmitStreamingJobOperator(BaseOperator):
             raise ValueError(f"if_running={if_running!r} is not one of {list(IF_RUNNING)}")
         self.job_spec = job_spec
         self.kafka_conn_id = kafka_conn_id
+        self.spark_conn_id = spark_conn_id
         self.workdir = workdir
         self.master = master
         self.if_running = if_running
@@ -137,17 +143,50 @@ class SubmitStreamingJobOperator(BaseOperator):
             )
             self.log.info("restored for submit: %s", restored)
 
+        master = self.master
+        if self.spark_conn_id:
+            from airflow_provider_kafkaspark.hooks.kafkaspark import spark_connection
+
+            master, deploy_mode = spark_connection(self.spark_conn_id)
+            if deploy_mode == "cluster":
+                return self._submit_cluster(spec, dead, restored)
+
         policy = RestartPolicy(
             max_restarts=self.max_restarts,
             window_s=self.restart_window_s,
             backoff_s=self.restart_backoff_s,
             backoff_max_s=max(self.restart_backoff_s, 120.0),
         )
-        handle = submit_local(spec, self.workdir, master=self.master, restart_policy=policy)
+        handle = submit_local(spec, self.workdir, master=master, restart_policy=policy)
         handle.update(dead_bootstrap_servers=dead, restored=restored)
         self.log.info(
             "submitted %s: pid %s, log %s", spec.job_name, handle["pid"], handle["log_file"]
         )
+        return handle
+
+    def _submit_cluster(
+        self, spec: Any, dead: list[str], restored: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.hooks.kafkaspark import submit_cluster_mode
+        from airflow_provider_kafkaspark.lifecycle import latest_committed
+        from airflow_provider_kafkaspark.local.jobs import write_spec_file
+
+        assert self.spark_conn_id is not None
+        since = latest_committed(spec.checkpoint_location)
+        spec_file = write_spec_file(spec, self.workdir)
+        handle = submit_cluster_mode(
+            str(spec_file),
+            spark_conn_id=self.spark_conn_id,
+            job_name=spec.job_name,
+            spark_conf=spec.spark_conf,
+        )
+        handle.update(
+            checkpoint=spec.checkpoint_location,
+            since_batch=since,
+            dead_bootstrap_servers=dead,
+            restored=restored,
+        )
+        self.log.info("submitted %s in cluster mode: %s", spec.job_name, handle)
         return handle
 
 
