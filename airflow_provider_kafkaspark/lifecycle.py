@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, StoppedReport
+from airflow_provider_kafkaspark.core.control import (
+    ControlFolder,
+    Lease,
+    StoppedReport,
+    StopRequest,
+)
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.offsets import (
     TopicOffsets,
@@ -35,6 +40,8 @@ from airflow_provider_kafkaspark.local.process import pid_alive
 log = logging.getLogger(__name__)
 
 IF_RUNNING = ("fail", "skip", "replace")
+# Beyond the driver's own drain bound: time to write its report and exit.
+STOP_GRACE_S = 30.0
 
 
 class JobRunningError(LeaseHeldError):
@@ -146,6 +153,49 @@ def submit_local(
     return {"mode": "local", **handle.to_dict(), "since_batch": since}
 
 
+def begin_stop(
+    checkpoint: str,
+    *,
+    requested_by: str,
+    reason: str,
+    drain_timeout_s: float,
+    pid: int | None = None,
+) -> StopRequest | None:
+    """Write a stop request; None when no driver runs (nothing to stop)."""
+    from airflow_provider_kafkaspark.local.jobs import request_stop
+
+    if live_lease(checkpoint) is None and not pid_alive(pid):
+        log.info("no live driver on %s: nothing to stop", checkpoint)
+        return None
+    return request_stop(
+        checkpoint, requested_by=requested_by, reason=reason, drain_timeout_s=drain_timeout_s
+    )
+
+
+def check_stop(checkpoint: str, requested_at_ms: int, pid: int | None) -> StoppedReport | None:
+    """The stopped report answering a request made at `requested_at_ms`, or None while the
+    driver drains; raises when the driver is gone without one."""
+    stopped = ControlFolder(checkpoint).read_stopped()
+    if stopped is not None and stopped.stopped_at_ms >= requested_at_ms:
+        _wait_gone(pid, 30)
+        return stopped
+    if live_lease(checkpoint) is None and not pid_alive(pid):
+        raise StopTimeoutError(f"{checkpoint}: the driver exited without a stopped report")
+    return None
+
+
+def force_stop(checkpoint: str, drain_timeout_s: float, pid: int | None, allowed: bool) -> None:
+    """After the drain bound: kill the driver's process group if allowed, else refuse."""
+    if not (allowed and pid):
+        raise StopTimeoutError(
+            f"{checkpoint}: the driver did not stop within {drain_timeout_s:g}s and a forced "
+            f"kill is not allowed"
+        )
+    log.warning("driver pid %d did not stop in time: killing its process group", pid)
+    os.killpg(pid, signal.SIGKILL)
+    _wait_gone(pid, 30)
+
+
 def stop_job(
     checkpoint: str,
     *,
@@ -156,35 +206,25 @@ def stop_job(
     allow_force_kill: bool = False,
     poll_s: float = 1.0,
 ) -> StoppedReport | None:
-    """Ask the driver to stop, wait for its stopped report; kill it only if allowed.
+    """Ask the driver to stop and wait for its stopped report; kill it only if allowed.
 
-    Returns None when no driver was running (nothing to stop)."""
-    from airflow_provider_kafkaspark.local.jobs import request_stop
-
-    control = ControlFolder(checkpoint)
-    if live_lease(checkpoint) is None and not pid_alive(pid):
-        log.info("no live driver on %s: nothing to stop", checkpoint)
-        return None
-    request = request_stop(
-        checkpoint, requested_by=requested_by, reason=reason, drain_timeout_s=drain_timeout_s
+    Returns None when no driver was running or it had to be killed."""
+    request = begin_stop(
+        checkpoint,
+        requested_by=requested_by,
+        reason=reason,
+        drain_timeout_s=drain_timeout_s,
+        pid=pid,
     )
-    deadline = time.monotonic() + drain_timeout_s + 30
+    if request is None:
+        return None
+    deadline = time.monotonic() + drain_timeout_s + STOP_GRACE_S
     while time.monotonic() < deadline:
-        stopped = control.read_stopped()
-        if stopped is not None and stopped.stopped_at_ms >= request.requested_at_ms:
-            _wait_gone(pid, 30)
+        stopped = check_stop(checkpoint, request.requested_at_ms, pid)
+        if stopped is not None:
             return stopped
-        if live_lease(checkpoint) is None and not pid_alive(pid):
-            raise StopTimeoutError(f"{checkpoint}: the driver exited without a stopped report")
         time.sleep(poll_s)
-    if not (allow_force_kill and pid):
-        raise StopTimeoutError(
-            f"{checkpoint}: the driver did not stop within {drain_timeout_s:g}s and a forced "
-            f"kill is not allowed"
-        )
-    log.warning("driver pid %d did not stop in time: killing its process group", pid)
-    os.killpg(pid, signal.SIGKILL)
-    _wait_gone(pid, 30)
+    force_stop(checkpoint, drain_timeout_s, pid, allow_force_kill)
     return None
 
 

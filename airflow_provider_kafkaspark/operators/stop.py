@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, BaseOperator, Context
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.core.control import StoppedReport
 
 
 def savepoint_asset(job_name: str) -> Asset:
@@ -18,7 +23,8 @@ def savepoint_asset(job_name: str) -> Asset:
 class StopStreamingJobOperator(BaseOperator):
     """Stop a streaming job through its control folder and keep a savepoint.
 
-    Waits for the driver's `stopped.json` (the batch in flight drains first). After
+    Waits for the driver's `stopped.json` (the batch in flight drains first), in the task or,
+    with ``deferrable=True``, in the triggerer (`StreamingStopTrigger`). After
     ``drain_timeout_s`` the driver is killed only if ``allow_force_kill`` (Spark then
     re-runs the interrupted batch on restore). Returns the savepoint's small summary and
     emits an event on ``savepoint_asset(job_name)``.
@@ -37,6 +43,8 @@ class StopStreamingJobOperator(BaseOperator):
         drain_timeout_s: float = 120.0,
         allow_force_kill: bool = False,
         take_savepoint: bool = True,
+        deferrable: bool = False,
+        poll_interval_s: float = 2.0,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("outlets", [savepoint_asset(job_name)])
@@ -48,31 +56,90 @@ class StopStreamingJobOperator(BaseOperator):
         self.drain_timeout_s = drain_timeout_s
         self.allow_force_kill = allow_force_kill
         self.take_savepoint = take_savepoint
+        self.deferrable = deferrable
+        self.poll_interval_s = poll_interval_s
 
     def execute(self, context: Context) -> dict[str, Any]:
-        import ast
-
         from airflow.sdk.exceptions import AirflowFailException
 
         from airflow_provider_kafkaspark.errors import KafkaSparkError
-        from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job
-        from airflow_provider_kafkaspark.versions import SPARK_VERSION
+        from airflow_provider_kafkaspark.lifecycle import STOP_GRACE_S, begin_stop, check_stop
 
-        handle = self.handle
-        if isinstance(handle, str) and handle:
-            handle = ast.literal_eval(handle)  # a rendered XCom dict
-        pid = int(handle["pid"]) if isinstance(handle, dict) and handle.get("pid") else None
+        pid = self._pid()
         try:
-            stopped = stop_job(
+            request = begin_stop(
                 self.checkpoint,
                 requested_by=f"airflow:{self.dag_id}.{self.task_id}",
                 reason="stop operator",
                 drain_timeout_s=self.drain_timeout_s,
                 pid=pid,
-                allow_force_kill=self.allow_force_kill,
             )
         except KafkaSparkError as exc:
             raise AirflowFailException(str(exc)) from exc
+        if request is None:
+            return self._finish(context, None)
+        wait_s = self.drain_timeout_s + STOP_GRACE_S
+        if self.deferrable:
+            from datetime import timedelta
+
+            from airflow_provider_kafkaspark.triggers.stop import StreamingStopTrigger
+
+            self.defer(
+                trigger=StreamingStopTrigger(
+                    checkpoint=self.checkpoint,
+                    requested_at_ms=request.requested_at_ms,
+                    timeout_s=wait_s,
+                    pid=pid,
+                    poll_interval_s=self.poll_interval_s,
+                ),
+                method_name="execute_complete",
+                timeout=timedelta(seconds=wait_s + 120),
+            )
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                stopped = check_stop(self.checkpoint, request.requested_at_ms, pid)
+            except KafkaSparkError as exc:
+                raise AirflowFailException(str(exc)) from exc
+            if stopped is not None:
+                return self._finish(context, stopped)
+            time.sleep(self.poll_interval_s)
+        return self._after_timeout(context, pid)
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_provider_kafkaspark.core.control import ControlFolder
+
+        state = event.get("state")
+        if state == "stopped":
+            return self._finish(context, ControlFolder(self.checkpoint).read_stopped())
+        if state == "timeout":
+            return self._after_timeout(context, self._pid())
+        raise AirflowFailException(f"stop of {self.job_name} failed: {event.get('reason')}")
+
+    def _pid(self) -> int | None:
+        handle = self.handle
+        if isinstance(handle, str) and handle:
+            handle = ast.literal_eval(handle)  # a rendered XCom dict
+        return int(handle["pid"]) if isinstance(handle, dict) and handle.get("pid") else None
+
+    def _after_timeout(self, context: Context, pid: int | None) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_provider_kafkaspark.errors import KafkaSparkError
+        from airflow_provider_kafkaspark.lifecycle import force_stop
+
+        try:
+            force_stop(self.checkpoint, self.drain_timeout_s, pid, self.allow_force_kill)
+        except KafkaSparkError as exc:
+            raise AirflowFailException(str(exc)) from exc
+        return self._finish(context, None)
+
+    def _finish(self, context: Context, stopped: StoppedReport | None) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
+        from airflow_provider_kafkaspark.versions import SPARK_VERSION
+
         result: dict[str, Any] = {
             "job_name": self.job_name,
             "stopped": None

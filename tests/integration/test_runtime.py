@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 from confluent_kafka.admin import AdminClient, NewPartitions
@@ -193,3 +194,56 @@ def test_spark_submit_runs_the_runner_file(
     stopped = ControlFolder(str(checkpoint)).read_stopped()
     assert stopped is not None and stopped.clean and stopped.reason == "query finished"
     assert sum(stopped.offsets[topic].values()) == 200
+
+
+def test_deferrable_stop_operator_on_a_real_driver(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    import asyncio
+    from collections import defaultdict
+    from types import SimpleNamespace
+
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "runtime_deferrable_stop"
+    create_topic(bootstrap, topic, 2)
+    produce_numbered(bootstrap, topic, 1000)
+    spec = stateless_spec(bootstrap, topic, tmp_path, "defer_stop")
+    checkpoint = str(tmp_path / "checkpoint")
+    driver = start(spec, tmp_path / "run")
+    wait_until(driver, "2 committed batches", lambda: committed_batches(checkpoint) >= 1)
+
+    op = StopStreamingJobOperator(
+        task_id="stop",
+        checkpoint=checkpoint,
+        job_name="defer_stop",
+        savepoint_root=str(tmp_path / "sp"),
+        handle=driver.to_dict(),
+        deferrable=True,
+        poll_interval_s=0.5,
+    )
+    context: dict[str, Any] = {"outlet_events": defaultdict(SimpleNamespace)}
+    try:
+        op.execute(context)  # type: ignore[arg-type]
+        raise AssertionError("the operator should have deferred")
+    except TaskDeferred as deferred:
+        trigger = deferred.trigger
+
+    async def first_event() -> dict[str, object]:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("no event")
+
+    event = asyncio.run(first_event())
+    assert event["state"] == "stopped" and event["clean"] is True
+    result = op.execute_complete(context, event)  # type: ignore[arg-type]
+    assert wait_exit(driver, 60) == 0
+    manifest = SavepointStore(str(tmp_path / "sp")).show(result["savepoint_id"])
+    assert manifest.last_committed_batch == event["last_committed_batch"]
+    assert manifest.pending_batch is None
+    outlet = next(iter(context["outlet_events"].values()))
+    assert outlet.extra["savepoint_id"] == result["savepoint_id"]

@@ -1,0 +1,76 @@
+"""StreamingStopTrigger: waits, off the worker, for the driver's stopped report."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+
+class StreamingStopTrigger(BaseTrigger):
+    """Polls the control folder until the driver answers the stop request made at
+    `requested_at_ms` (event "stopped"), is gone without a report ("gone"), or the drain
+    bound passes ("timeout")."""
+
+    def __init__(
+        self,
+        checkpoint: str,
+        requested_at_ms: int,
+        timeout_s: float,
+        pid: int | None = None,
+        poll_interval_s: float = 2.0,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.checkpoint = checkpoint
+        self.requested_at_ms = requested_at_ms
+        self.timeout_s = timeout_s
+        self.pid = pid
+        self.poll_interval_s = poll_interval_s
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            "airflow_provider_kafkaspark.triggers.stop.StreamingStopTrigger",
+            {
+                "checkpoint": self.checkpoint,
+                "requested_at_ms": self.requested_at_ms,
+                "timeout_s": self.timeout_s,
+                "pid": self.pid,
+                "poll_interval_s": self.poll_interval_s,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_kafkaspark.errors import KafkaSparkError
+        from airflow_provider_kafkaspark.lifecycle import check_stop
+
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                stopped = await asyncio.to_thread(
+                    check_stop, self.checkpoint, self.requested_at_ms, self.pid
+                )
+            except KafkaSparkError as exc:
+                yield _event({"state": "gone", "reason": str(exc)})
+                return
+            if stopped is not None:
+                yield _event(
+                    {
+                        "state": "stopped",
+                        "reason": stopped.reason,
+                        "clean": stopped.clean,
+                        "last_planned_batch": stopped.last_planned_batch,
+                        "last_committed_batch": stopped.last_committed_batch,
+                    }
+                )
+                return
+            if time.monotonic() > deadline:
+                yield _event({"state": "timeout", "reason": "drain bound passed"})
+                return
+            await asyncio.sleep(self.poll_interval_s)
+
+
+def _event(payload: dict[str, Any]) -> TriggerEvent:
+    return TriggerEvent(payload)  # type: ignore[no-untyped-call]

@@ -1,0 +1,76 @@
+"""The deferrable stop: deferral, trigger round trip, events from the control folder."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, StoppedReport, now_ms
+from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
+from airflow_provider_kafkaspark.triggers.stop import StreamingStopTrigger
+
+
+def first_event(trigger: StreamingStopTrigger) -> dict[str, Any]:
+    async def collect() -> dict[str, Any]:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("no event")
+
+    return asyncio.run(collect())
+
+
+def test_serialize_round_trip() -> None:
+    trigger = StreamingStopTrigger("/cp", 123, 60.0, pid=42, poll_interval_s=0.5)
+    path, kwargs = trigger.serialize()
+    assert path == "airflow_provider_kafkaspark.triggers.stop.StreamingStopTrigger"
+    assert StreamingStopTrigger(**kwargs).serialize() == (path, kwargs)
+
+
+def test_deferrable_stop_writes_the_request_then_defers(tmp_path: Path) -> None:
+    from airflow.sdk.exceptions import TaskDeferred
+
+    checkpoint = str(tmp_path)
+    ControlFolder(checkpoint).acquire_lease(Lease.new("job"))  # a live driver
+    op = StopStreamingJobOperator(
+        task_id="stop",
+        checkpoint=checkpoint,
+        job_name="job",
+        savepoint_root=str(tmp_path / "sp"),
+        deferrable=True,
+        drain_timeout_s=10,
+    )
+    with pytest.raises(TaskDeferred) as deferred:
+        op.execute({})
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, StreamingStopTrigger)
+    assert deferred.value.method_name == "execute_complete"
+    request = ControlFolder(checkpoint).read_stop_request()
+    assert request is not None and request.requested_at_ms == trigger.requested_at_ms
+    assert trigger.timeout_s == 10 + 30
+
+
+def test_trigger_events(tmp_path: Path) -> None:
+    checkpoint = str(tmp_path)
+    control = ControlFolder(checkpoint)
+    lease = Lease.new("job")
+    control.acquire_lease(lease)
+    asked = now_ms()
+    timeout = first_event(StreamingStopTrigger(checkpoint, asked, 0.1, poll_interval_s=0.05))
+    assert timeout["state"] == "timeout"
+
+    control.write_stopped(StoppedReport(asked + 1, "stop request", True, 7, 7, {}, "x"))
+    stopped = first_event(StreamingStopTrigger(checkpoint, asked, 5, poll_interval_s=0.05))
+    assert stopped == {
+        "state": "stopped",
+        "reason": "stop request",
+        "clean": True,
+        "last_planned_batch": 7,
+        "last_committed_batch": 7,
+    }
+    control.release_lease(lease)
+    control.clear_stopped()
+    gone = first_event(StreamingStopTrigger(checkpoint, asked, 5, poll_interval_s=0.05))
+    assert gone["state"] == "gone" and "without a stopped report" in gone["reason"]
