@@ -28,6 +28,7 @@ from airflow_provider_kafkaspark.core.offsets import (
     TopicPartition,
     format_kafka_offsets,
     nest,
+    offsets_json,
     total_records,
 )
 from airflow_provider_kafkaspark.core.reconcile import Severity, build_reconcile_plan
@@ -318,8 +319,8 @@ def run_backfill(
     return {
         "start_ms": start_ms,
         "end_ms": end_ms,
-        "starting_offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in starting.items()},
-        "ending_offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in ending.items()},
+        "starting_offsets": offsets_json(starting),
+        "ending_offsets": offsets_json(ending),
         "records": total_records(starting, ending),
         "rows": int(summary["rows"]),
         "output": output,

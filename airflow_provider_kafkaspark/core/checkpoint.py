@@ -15,7 +15,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_kafkaspark.core.offsets import TopicOffsets, parse_kafka_offsets
+from airflow_provider_kafkaspark.core.offsets import (
+    TopicOffsets,
+    offsets_json,
+    parse_kafka_offsets,
+)
 from airflow_provider_kafkaspark.core.storage import Location, open_location
 from airflow_provider_kafkaspark.errors import CheckpointError, InvalidInputError, StorageError
 
@@ -38,7 +42,7 @@ class SourceOffset:
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
-            "kafka": _offsets_json(self.kafka) if self.kafka is not None else None,
+            "kafka": offsets_json(self.kafka) if self.kafka is not None else None,
             "raw": None if self.kafka is not None else self.raw,
         }
 
@@ -106,8 +110,8 @@ class CheckpointPosition:
             "retained_committed": (
                 list(self.retained_committed) if self.retained_committed else None
             ),
-            "committed_offsets": _offsets_json(self.committed_offsets),
-            "planned_offsets": _offsets_json(self.planned_offsets),
+            "committed_offsets": offsets_json(self.committed_offsets),
+            "planned_offsets": offsets_json(self.planned_offsets),
             "batch_timestamp_ms": self.planned.timestamp_ms if self.planned else None,
             "watermark_ms": self.planned.watermark_ms if self.planned else None,
             "next_watermark_ms": self.commit.next_watermark_ms if self.commit else None,
@@ -155,10 +159,6 @@ class StateLayout:
             },
             "total_bytes": self.total_bytes,
         }
-
-
-def _offsets_json(offsets: TopicOffsets) -> dict[str, dict[str, int]]:
-    return {t: {str(p): o for p, o in sorted(ps.items())} for t, ps in sorted(offsets.items())}
 
 
 def state_file_version(name: str) -> int | None:

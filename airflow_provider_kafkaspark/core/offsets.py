@@ -70,12 +70,14 @@ def parse_kafka_offsets(
     return result
 
 
+def offsets_json(offsets: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:
+    """The JSON-ready form, partitions as strings, in order (manifests, reports, XCom)."""
+    return {t: {str(p): o for p, o in sorted(ps.items())} for t, ps in sorted(offsets.items())}
+
+
 def format_kafka_offsets(offsets: Mapping[str, Mapping[int, int]]) -> str:
     """The JSON Spark's `startingOffsets`/`endingOffsets` options take."""
-    return json.dumps(
-        {t: {str(p): o for p, o in sorted(ps.items())} for t, ps in sorted(offsets.items())},
-        separators=(",", ":"),
-    )
+    return json.dumps(offsets_json(offsets), separators=(",", ":"))
 
 
 def flatten(offsets: Mapping[str, Mapping[int, int]]) -> dict[TopicPartition, int]:

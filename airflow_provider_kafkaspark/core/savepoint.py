@@ -36,6 +36,7 @@ from airflow_provider_kafkaspark.core.checkpoint import (
     state_file_version,
 )
 from airflow_provider_kafkaspark.core.control import ControlFolder, now_ms
+from airflow_provider_kafkaspark.core.offsets import offsets_json
 from airflow_provider_kafkaspark.core.storage import Location, open_location
 from airflow_provider_kafkaspark.errors import (
     CheckpointError,
@@ -320,8 +321,8 @@ class SavepointStore:
             last_planned_batch=position.latest_planned,
             last_committed_batch=position.latest_committed,
             pending_batch=position.pending_batch,
-            offsets=_str_offsets(position.committed_offsets),
-            planned_offsets=_str_offsets(position.planned_offsets),
+            offsets=offsets_json(position.committed_offsets),
+            planned_offsets=offsets_json(position.planned_offsets),
             created_at=stamp.isoformat(timespec="milliseconds"),
             created_at_ms=created,
             spark_version=spark_version,
@@ -495,10 +496,6 @@ class SavepointStore:
             if not dry_run:
                 self.dispose(sid)
         return PruneResult(tuple(kept), tuple(disposed), reasons)
-
-
-def _str_offsets(offsets: dict[str, dict[int, int]]) -> dict[str, dict[str, int]]:
-    return {t: {str(p): o for p, o in sorted(ps.items())} for t, ps in sorted(offsets.items())}
 
 
 def _manifest_digest(text: str) -> str:

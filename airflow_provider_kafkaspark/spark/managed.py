@@ -35,6 +35,7 @@ from airflow_provider_kafkaspark.core.control import (
     StoppedReport,
     now_ms,
 )
+from airflow_provider_kafkaspark.core.offsets import offsets_json
 from airflow_provider_kafkaspark.errors import KafkaSparkError, LeaseHeldError
 from airflow_provider_kafkaspark.spark.progress import LagCommitter, ProgressListener
 
@@ -193,9 +194,7 @@ class ManagedQuery:
             # A trigger fired between our check and stop(): Spark re-runs that batch.
             code = EXIT_NOT_DRAINED
             message = f"batch {position.pending_batch} was planned as the query stopped"
-        offsets = {
-            t: {str(p): o for p, o in ps.items()} for t, ps in position.committed_offsets.items()
-        }
+        offsets = offsets_json(position.committed_offsets)
         if self.lag is not None and offsets:
             self.lag.flush()
             if self.lag.last_committed != offsets:

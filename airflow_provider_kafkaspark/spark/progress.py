@@ -26,7 +26,7 @@ from airflow_provider_kafkaspark.core.control import (
     ProgressFile,
     now_ms,
 )
-from airflow_provider_kafkaspark.core.offsets import parse_kafka_offsets
+from airflow_provider_kafkaspark.core.offsets import offsets_json, parse_kafka_offsets
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def progress_offsets(value: Any) -> ControlOffsets:
         parsed = parse_kafka_offsets(raw, where="progress offsets")
     except (json.JSONDecodeError, InvalidInputError):
         return {}
-    return {t: {str(p): o for p, o in ps.items()} for t, ps in parsed.items()}
+    return offsets_json(parsed)
 
 
 class LagCommitter:
