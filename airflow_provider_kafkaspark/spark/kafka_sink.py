@@ -9,8 +9,10 @@
     query = df.writeStream.foreachBatch(sink).option("checkpointLocation", ckpt).start()
 
 Spark's own Kafka sink is at-least-once: a batch replayed after a crash is written again.
-This sink ties each Kafka transaction to (micro-batch N, output task p), where p is the
-partition index of the batch DataFrame, and remembers in Kafka which of them committed:
+This sink ties each Kafka transaction to (micro-batch N, output slot p), and remembers in
+Kafka which of them committed. A slot is a task of the batch named so that a replay of the
+batch gives it the same rows (`sink_slots`: Spark's task index does not; the Kafka source
+numbers a replayed batch's ranges in another order about one time in three):
 
 - transactional.id `<sink id>-<p>`. `init_transactions()` fences a zombie producer with the
   same id (a task of a crashed driver, an earlier attempt of this task) and aborts its open
@@ -26,12 +28,14 @@ partition index of the batch DataFrame, and remembers in Kafka which of them com
 
 Requirements the caller must meet:
 
-- Deterministic output per (batch, task): when Spark replays batch N (same offsets, from the
-  checkpoint's `offsets/N`), the batch DataFrame must put the same rows in the same
-  partition index. Kafka-source partitions and projections/filters are deterministic; a
-  `repartition()` without columns, `rand()`, `current_timestamp()` or a join against data
-  that changes between attempts are not. A task whose rows differ on replay is still written
-  at most once, but with the rows of its first committed attempt.
+- Deterministic rows per batch: when Spark replays batch N (same offsets, from the
+  checkpoint's `offsets/N`), the batch must hold the same rows. Kafka ranges, projections,
+  filters, aggregations and shuffles are deterministic; `rand()`, `current_timestamp()` or a
+  join against data that changes between attempts are not. A slot whose rows differ on
+  replay is still written at most once, but with the rows of its first committed attempt.
+  Which task gets which rows is the sink's business (see `sink_slots`): rows straight from
+  Kafka ranges or from a shuffle keep their tasks; for other lineages the sink
+  hash-partitions the batch on its columns first.
 - `query_id` must be stable across restarts of the query (the checkpoint's query id, which is
   `StreamingQuery.id`, or any fixed pipeline name): a new query id means new marker groups,
   and the replay of the last batch would be written again.
@@ -136,6 +140,7 @@ from airflow_provider_kafkaspark.spark.crash_hooks import (
     maybe_crash,
     should_crash,
 )
+from airflow_provider_kafkaspark.spark.sink_slots import task_slots
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, Producer
@@ -502,8 +507,8 @@ class ExactlyOnceKafkaSink:
         fields = [(f.name, f.dataType.simpleString()) for f in batch.schema.fields]
         columns = sink_columns(fields)
         config = self.task_config(columns)
-        selected = batch.select(*columns)
         started = time.monotonic()
+        selected, config["slots"] = self._with_slots(batch.select(*columns), columns, batch_id)
         if self.arrow:
             # The same partitions as `selected.rdd`, so the same task index for each row.
             write_arrow = functools.partial(write_arrow_task, config, batch_id)
@@ -512,7 +517,7 @@ class ExactlyOnceKafkaSink:
                 for row in selected.mapInArrow(write_arrow, "result string").collect()
             ]
         else:
-            write = functools.partial(write_task, config, batch_id)
+            write = functools.partial(write_indexed_task, config, batch_id)
             results = selected.rdd.mapPartitionsWithIndex(write).collect()
         tasks = [TaskResult(**r) for r in results]
         report = SinkBatchReport.of(batch_id, tasks, time.monotonic() - started)
@@ -533,6 +538,29 @@ class ExactlyOnceKafkaSink:
         )
         maybe_crash(AFTER_SINK_COMMIT, batch_id)
         return report
+
+    def _with_slots(
+        self, selected: DataFrame, columns: Sequence[str], batch_id: int
+    ) -> tuple[DataFrame, list[int] | None]:
+        """The rows to write and the slot of each task index (None: the index itself).
+
+        See `sink_slots`: a task's slot, not its index, names its transactional id and
+        marker, because only the slot is the same on a replay of the batch.
+        """
+        slots = task_slots(selected)
+        if slots is not None:
+            return selected, slots
+        hashed = [name for name in ("key", "value", "partition") if name in columns]
+        count = max(1, selected.rdd.getNumPartitions())
+        log.info(
+            "exactly-once sink %s batch %d: the batch's lineage does not fix which rows a "
+            "task gets; hash-partitioning it on %s into %d tasks",
+            self.sink_id,
+            batch_id,
+            ", ".join(hashed),
+            count,
+        )
+        return selected.repartition(count, *hashed), None
 
 
 def _pyarrow_importable() -> bool:
@@ -795,6 +823,18 @@ class _Clock:
         return round(time.monotonic() - self.started, 3)
 
 
+def _slot(config: Mapping[str, Any], index: int) -> int:
+    slots = config.get("slots")
+    return index if slots is None else int(slots[index])
+
+
+def write_indexed_task(
+    config: Mapping[str, Any], batch_id: int, index: int, rows: Iterable[Any]
+) -> Iterator[dict[str, Any]]:
+    """`write_task` for the task with partition index `index` (`mapPartitionsWithIndex`)."""
+    return write_task(config, batch_id, _slot(config, index), rows)
+
+
 def write_task(
     config: Mapping[str, Any], batch_id: int, task: int, rows: Iterable[Any]
 ) -> Iterator[dict[str, Any]]:
@@ -813,8 +853,8 @@ def write_arrow_task(
 ) -> Iterator[Any]:
     """Executor side, for `mapInArrow`: `write_task` for this task's Arrow record batches.
 
-    The task index is the partition index, as `mapPartitionsWithIndex` gives it. Yields one
-    record batch with one row: the TaskResult as JSON, in column `result`.
+    The task is the slot of the partition index (see `sink_slots`). Yields one record batch
+    with one row: the TaskResult as JSON, in column `result`.
     """
     import pyarrow as pa
     from pyspark import TaskContext
@@ -822,7 +862,8 @@ def write_arrow_task(
     context = TaskContext.get()
     if context is None:
         raise RuntimeError("write_arrow_task runs only inside a Spark task")
-    result = _write_task(config, batch_id, context.partitionId(), _arrow_rows(batches, config))
+    task = _slot(config, context.partitionId())
+    result = _write_task(config, batch_id, task, _arrow_rows(batches, config))
     yield pa.RecordBatch.from_arrays([pa.array([json.dumps(result)])], names=["result"])
 
 

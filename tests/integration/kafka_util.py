@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -98,3 +99,34 @@ def read_all_values(
     finally:
         consumer.close()
     return values
+
+
+def _java_string_hash(text: str) -> int:
+    value = 0
+    for char in text:
+        value = (31 * value + ord(char)) & 0xFFFFFFFF
+    return value
+
+
+def first_attempt_order(topic: str, partitions: int) -> list[int]:
+    """The order in which Spark 4.0's Kafka source numbers a fresh batch's ranges.
+
+    The end offsets of a batch planned live come from a java.util.HashMap keyed by
+    TopicPartition (hash 31 * (31 + partition) + topic.hashCode()), iterated bucket by bucket
+    (16 buckets up to 12 keys); a batch replayed from the offsets log numbers them by
+    partition. Model checked against real runs in test_sink_slots.py.
+    """
+    buckets = []
+    for partition in range(partitions):
+        code = (31 * (31 + partition) + _java_string_hash(topic)) & 0xFFFFFFFF
+        buckets.append(((code ^ (code >> 16)) & 15, partition))
+    return [partition for _, partition in sorted(buckets)]
+
+
+def renumbered_topic(prefix: str, partitions: int = 3) -> str:
+    """A new topic name whose batches Spark numbers differently on a replay."""
+    for _ in range(1000):
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        if first_attempt_order(name, partitions) != list(range(partitions)):
+            return name
+    raise AssertionError("no renumbered topic name found")
