@@ -36,7 +36,7 @@ from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
 from airflow_provider_kafkaspark.core.savepoint import SavepointManifest, SavepointStore
 from airflow_provider_kafkaspark.errors import KafkaSparkError, LeaseHeldError, SavepointError
-from airflow_provider_kafkaspark.local.process import pid_alive
+from airflow_provider_kafkaspark.local.process import holder_gone, pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,18 @@ class RestoreRefusedError(SavepointError):
 
 
 def live_lease(checkpoint: str) -> Lease | None:
+    """The lease of a driver that may still run on `checkpoint`, or None.
+
+    A fresh lease whose holder ran on this host and is gone (a crash a moment ago) is not
+    live: the next driver takes it over (spark/managed.py), so a restart right after a
+    crash need not wait the lease out."""
     lease = ControlFolder(checkpoint).read_lease()
-    return lease if lease is not None and lease.is_fresh() else None
+    if lease is None or not lease.is_fresh():
+        return None
+    if holder_gone(lease.host, lease.pid):
+        log.info("the lease on %s is held by pid %d, gone from this host", checkpoint, lease.pid)
+        return None
+    return lease
 
 
 def latest_committed(checkpoint: str) -> int | None:

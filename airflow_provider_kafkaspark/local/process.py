@@ -29,3 +29,11 @@ def proc_cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def holder_gone(host: str, pid: int) -> bool:
+    """True when a lease holder ran on this host and its process is gone: a driver that
+    crashed a moment ago, whose fresh lease nobody can be using."""
+    import socket
+
+    return host == socket.gethostname() and not pid_alive(pid)

@@ -20,7 +20,6 @@ drain within `drain_timeout_s` interrupts the query, says so in `stopped.json` a
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 import time
@@ -37,6 +36,7 @@ from airflow_provider_kafkaspark.core.control import (
 )
 from airflow_provider_kafkaspark.core.offsets import offsets_json
 from airflow_provider_kafkaspark.errors import KafkaSparkError, LeaseHeldError
+from airflow_provider_kafkaspark.local.process import holder_gone
 from airflow_provider_kafkaspark.spark.progress import LagCommitter, ProgressListener
 
 if TYPE_CHECKING:
@@ -249,13 +249,9 @@ class ManagedQuery:
             return False
         if current is None or current.host != self.lease.host or not current.is_fresh():
             return False
-        try:
-            os.kill(current.pid, 0)
-        except ProcessLookupError:
+        if holder_gone(current.host, current.pid):
             log.warning("lease holder pid %d on this host is gone: taking over", current.pid)
             return True
-        except PermissionError:
-            return False
         return False
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
