@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit integration e2e lint bench clean
+.PHONY: setup demo test unit integration e2e lint bench chaos chaos-short clean
 
 setup:
 	bash scripts/setup.sh
@@ -29,6 +29,14 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/run.py broker_throughput
+
+# Fault injection with counts (reliability/): the long profile, then the table in
+# docs/reliability.md; chaos-short is the profile CI runs in tests/reliability/.
+chaos: setup
+	$(PY) -m reliability.run --profile long
+
+chaos-short: setup
+	$(PY) -m reliability.run --profile short
 
 clean:
 	rm -rf .local .pytest_cache .mypy_cache .ruff_cache
