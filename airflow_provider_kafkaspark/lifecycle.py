@@ -31,7 +31,11 @@ from airflow_provider_kafkaspark.core.offsets import (
     offsets_json,
     total_records,
 )
-from airflow_provider_kafkaspark.core.reconcile import Severity, build_reconcile_plan
+from airflow_provider_kafkaspark.core.reconcile import (
+    ReconcilePolicy,
+    Severity,
+    build_reconcile_plan,
+)
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
 from airflow_provider_kafkaspark.core.savepoint import SavepointManifest, SavepointStore
@@ -113,7 +117,9 @@ def restore_for_submit(
         offsets = {t: {int(p): o for p, o in ps.items()} for t, ps in manifest.offsets.items()}
         with KafkaFacade(kafka_config) as kafka:
             view = kafka_view(kafka, offsets, spec.source.subscribe)
-        plan = build_reconcile_plan(offsets, view)
+        # The job's own failOnDataLoss decides whether a retention gap blocks, as in Spark.
+        policy = ReconcilePolicy(fail_on_data_loss=spec.source.fail_on_data_loss)
+        plan = build_reconcile_plan(offsets, view, policy)
         summary.update(savepoint_id=manifest.savepoint_id, reconcile=plan.summary())
         if plan.blocking(block_on) and not force:
             worst = [f for f in plan.findings if f.severity >= block_on][:3]
