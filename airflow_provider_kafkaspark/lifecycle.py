@@ -89,6 +89,13 @@ def with_connection(spec: JobSpec, servers: str, kafka_config: dict[str, str]) -
     return dataclasses.replace(spec, source=source, kafka_config={**kafka_config})
 
 
+def live_first(servers: str, dead: list[str]) -> str:
+    """The bootstrap list with the dead entries moved to the end, order kept otherwise:
+    clients try the list in order, and an address that times out costs a whole timeout."""
+    entries = [s.strip() for s in servers.split(",") if s.strip()]
+    return ",".join([s for s in entries if s not in dead] + [s for s in entries if s in dead])
+
+
 def restore_for_submit(
     spec: JobSpec,
     *,

@@ -85,6 +85,7 @@ class SubmitStreamingJobOperator(BaseOperator):
             kafka_spec_config,
         )
         from airflow_provider_kafkaspark.lifecycle import (
+            live_first,
             live_lease,
             restore_for_submit,
             stop_job,
@@ -129,6 +130,7 @@ class SubmitStreamingJobOperator(BaseOperator):
                     "(submitting anyway with the live ones listed first)",
                     ", ".join(dead),
                 )
+                spec = with_connection(spec, live_first(servers, dead), spec.kafka_config)
 
         restored: dict[str, Any] | None = None
         if self.restore_from:
