@@ -1,11 +1,18 @@
-"""The README demo: the example job on a real local Kafka broker and Spark, end to end.
+"""The README demo: the whole story on a real local stack (Kafka, Spark, Airflow 3).
 
-1. start a local Kafka broker (KRaft) and produce seeded web access events;
-2. submit the example job (requests per IP per 5-second window) as a managed driver with
-   the exactly-once Kafka sink, and print its progress per batch;
-3. stop it gracefully through the control folder and keep a savepoint;
-4. read the sink topic with `read_committed` and check every window against the counts
-   expected from the input: duplicates and missing windows are counted, both should be 0.
+1. start a local Kafka broker (KRaft) and an Airflow home on SQLite; seeded web access events
+   (three minutes of event time) start to flow in;
+2. deploy: `airflow dags test kafkaspark_deploy` submits the example job (requests per IP per
+   5-second window, exactly-once Kafka sink) and waits until it is healthy;
+3. restart window: `kafkaspark_restart_window` stops the job with a savepoint, restores it
+   and waits healthy again; while the job is down a partition is added to the source topic
+   and a topic the reconcile DAG watches is deleted;
+4. reconcile: `kafkaspark_reconcile` compares the job's checkpoint with Kafka and reports
+   what it finds (the deleted topic, lag);
+5. backfill: `kafkaspark_backfill` recomputes three one-minute intervals as bounded batch
+   jobs, which must give the same per-window counts as the streaming job;
+6. the job is stopped (savepoint again) and a `read_committed` reader checks every window
+   against the counts the input implies: duplicates and missing windows, both 0.
 
 Run with `make demo` (sets everything up first) or `python -m airflow_provider_kafkaspark.demo`.
 Everything lives in a temporary folder that is removed at the end.
@@ -15,7 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -23,19 +34,83 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.examples.access_events import (
-    SINK_TOPIC,
-    SOURCE_TOPIC,
     AccessEvent,
     generate_events,
     produce_events,
 )
-from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
+from airflow_provider_kafkaspark.examples.ip_count import expected_counts
 
+ROOT = Path(__file__).resolve().parents[1]
+DAGS = ROOT / "dags"
+JOB = "ip_count"
+SOURCE, SINK, AUDIT = "ip_count_source", "ip_count_sink", "ip_count_audit"
 WATERMARK_MS = 10_000
+# The backfill DAG's first interval starts here (2023-11-14T22:14Z); the demo's events cover
+# its three one-minute intervals.
+MINUTE0_MS = 1_700_000_040_000
+BACKFILL_DATES = (
+    "2023-11-14T22:15:00+00:00",
+    "2023-11-14T22:16:00+00:00",
+    "2023-11-14T22:17:00+00:00",
+)
 
 
 def _say(message: str) -> None:
     print(f"[demo] {message}", flush=True)
+
+
+def airflow_env(
+    workdir: Path, bootstrap: str, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Environment for `airflow` commands: a SQLite home in `workdir`, this repository's DAGs,
+    the Kafka connection, and the example DAGs' settings (examples/dag_settings.py)."""
+    return {
+        **os.environ,
+        "AIRFLOW_HOME": str(workdir / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(
+            {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap, **(extra or {})}}
+        ),
+        "KAFKASPARK_HOME": str(workdir / "home"),
+        "KAFKASPARK_JOB_NAME": JOB,
+        "KAFKASPARK_SOURCE_TOPIC": SOURCE,
+        "KAFKASPARK_SINK_TOPIC": SINK,
+        "KAFKASPARK_RECONCILE_TOPICS": AUDIT,
+    }
+
+
+def airflow(env: dict[str, str], *args: str, timeout: float = 900) -> str:
+    """Run an `airflow` command; returns its output, raises with the tail if it fails."""
+    command = [str(Path(sys.executable).parent / "airflow"), *args]
+    proc = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise RuntimeError(f"`airflow {' '.join(args)}` failed:\n{output[-6000:]}")
+    return output
+
+
+def dags_test(env: dict[str, str], dag_id: str, logical_date: str | None = None) -> str:
+    _say(f"airflow dags test {dag_id}{' ' + logical_date if logical_date else ''}")
+    return airflow(env, "dags", "test", dag_id, *([logical_date] if logical_date else []))
+
+
+def reconcile_findings(env: dict[str, str]) -> dict[str, int]:
+    """Findings by kind in the plan the reconcile DAG's last run returned (XCom, SQLite)."""
+    import sqlite3
+
+    with sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db") as db:
+        row = db.execute(
+            "SELECT value FROM xcom WHERE dag_id = 'kafkaspark_reconcile' "
+            "AND key = 'return_value' ORDER BY timestamp DESC LIMIT 1"
+        ).fetchone()
+    if row is None:
+        raise RuntimeError("the reconcile DAG returned no plan")
+    raw = row[0].decode() if isinstance(row[0], bytes) else row[0]
+    plan = json.loads(raw)
+    return dict(Counter(str(f["kind"]) for f in plan["findings"]))
 
 
 def read_sink(bootstrap: str, topic: str, partitions: int) -> list[dict[str, Any]]:
@@ -71,129 +146,198 @@ def read_sink(bootstrap: str, topic: str, partitions: int) -> list[dict[str, Any
     return rows
 
 
-def run(events: int, partitions: int, workdir: Path) -> dict[str, Any]:
+def _trickle(bootstrap: str, events: list[AccessEvent], chunks: int, pause_s: float) -> None:
+    """Events arrive while the DAGs run, as in production: health needs new batches."""
+    size = -(-len(events) // chunks)
+    for start in range(0, len(events), size):
+        produce_events(bootstrap, SOURCE, events[start : start + size])
+        time.sleep(pause_s)
+
+
+def _during_window(bootstrap: str, checkpoint: str, since_ms: int, done: list[str]) -> None:
+    """Once the window's stop has left its stopped report: add a source partition and delete
+    the audit topic, while the job is down."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    from airflow_provider_kafkaspark.core.control import ControlFolder
+
+    control = ControlFolder(checkpoint)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        stopped = control.read_stopped()
+        if stopped is not None and stopped.stopped_at_ms >= since_ms:
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            admin.create_partitions([NewPartitions(SOURCE, 4)])[SOURCE].result(60)
+            admin.delete_topics([AUDIT])[AUDIT].result(60)
+            done.append("partition added, audit topic deleted while stopped")
+            return
+        time.sleep(0.2)
+
+
+def _wait_caught_up(bootstrap: str, checkpoint: str, timeout_s: float = 600) -> None:
+    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
+
+    with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                position = CheckpointReader(checkpoint).position()
+                if caught_up(position, end_offsets(kafka, [SOURCE])):
+                    return
+            except Exception:  # noqa: BLE001 - not written yet
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the job did not catch up in time")
+            time.sleep(1)
+
+
+def _window_counts(
+    rows: list[dict[str, Any]],
+) -> tuple[Counter[tuple[int, str]], dict[tuple[int, str], int]]:
+    seen: Counter[tuple[int, str]] = Counter()
+    got: dict[tuple[int, str], int] = {}
+    for row in rows:
+        key = (int(row["window_start_ms"]), str(row["ip"]))
+        seen[key] += 1
+        got[key] = int(row["count"])
+    return seen, got
+
+
+def backfill_counts(output_root: Path) -> Counter[tuple[int, str]]:
+    """Per-window counts of the backfill's Parquet output, all intervals together."""
+    import pyarrow.parquet as pq
+
+    counts: Counter[tuple[int, str]] = Counter()
+    if not output_root.exists():
+        return counts
+    for row in pq.read_table(str(output_root)).to_pylist():
+        value = json.loads(row["value"])
+        counts[(int(value["window_start_ms"]), str(value["ip"]))] += int(value["count"])
+    return counts
+
+
+def run(
+    events: int, workdir: Path, connection_extra: dict[str, str] | None = None
+) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-    from airflow_provider_kafkaspark.core.control import ControlFolder
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.control import now_ms
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
     from airflow_provider_kafkaspark.core.savepoint import SavepointStore
-    from airflow_provider_kafkaspark.local.jobs import (
-        read_log,
-        request_stop,
-        start_local_job,
-        wait_exit,
-    )
+    from airflow_provider_kafkaspark.examples.dag_settings import ExampleSettings
+    from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job
     from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
+    settings = ExampleSettings(str(workdir / "home"), JOB, SOURCE, SINK, (AUDIT,))
     _say("starting a local Kafka broker (KRaft mode)")
     with LocalKafkaCluster(workdir / "kafka") as cluster:
         bootstrap = cluster.bootstrap_servers
         _say(f"Kafka is up at {bootstrap}")
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        topics = [NewTopic(SOURCE_TOPIC, partitions, 1), NewTopic(SINK_TOPIC, partitions, 1)]
+        topics = [NewTopic(SOURCE, 3, 1), NewTopic(SINK, 3, 1), NewTopic(AUDIT, 1, 1)]
         for future in admin.create_topics(topics).values():
             future.result()
-        input_events = list(generate_events(events))
-        flush_ms = max(e.event_time_ms for e in input_events) + 60_000
-        # One far-future event moves the watermark past every window of the input.
-        flush = AccessEvent("255.255.255.255", flush_ms, "/flush", 200)
-        produced = produce_events(bootstrap, SOURCE_TOPIC, [*input_events, flush])
-        _say(f"produced {produced} access events to {SOURCE_TOPIC} ({partitions} partitions)")
+        env = airflow_env(workdir, bootstrap, connection_extra)
+        _say("preparing an Airflow home on SQLite (airflow db migrate)")
+        airflow(env, "db", "migrate", timeout=300)
 
-        checkpoint = str(workdir / "checkpoint")
-        spec = JobSpec.from_dict(
-            job_spec_dict(
-                bootstrap_servers=bootstrap,
-                checkpoint=checkpoint,
-                max_offsets_per_trigger=max(500, events // 5),
+        input_events = list(
+            generate_events(events, start_ms=MINUTE0_MS, events_per_second=max(1, events // 180))
+        )
+        first, second = (
+            input_events[: len(input_events) // 2],
+            input_events[len(input_events) // 2 :],
+        )
+        trickle = threading.Thread(target=_trickle, args=(bootstrap, first, 40, 1.0), daemon=True)
+        trickle.start()
+        try:
+            dags_test(env, "kafkaspark_deploy")
+            _say("deployed and healthy")
+            window_events: list[str] = []
+            watcher = threading.Thread(
+                target=_during_window,
+                args=(bootstrap, settings.checkpoint, now_ms(), window_events),
+                daemon=True,
             )
+            watcher.start()
+            dags_test(env, "kafkaspark_restart_window")
+            watcher.join(5)
+            _say(f"restart window done ({'; '.join(window_events) or 'nothing changed'})")
+            trickle.join(600)
+            produced = len(first)
+            produced += produce_events(bootstrap, SOURCE, second)
+            _say(f"{produced} events produced so far, the last half into 4 partitions")
+            dags_test(env, "kafkaspark_reconcile")
+            findings = reconcile_findings(env)
+            _say(f"reconcile findings by kind (from the task's XCom): {findings}")
+            for date in BACKFILL_DATES:
+                dags_test(env, "kafkaspark_backfill", date)
+            flush_ms = max(e.event_time_ms for e in input_events) + 60_000
+            # One far-future event moves the watermark past every window of the input.
+            flush = AccessEvent("255.255.255.255", flush_ms, "/flush", 200)
+            produced += produce_events(bootstrap, SOURCE, [flush])
+            _wait_caught_up(bootstrap, settings.checkpoint)
+        finally:
+            stopped = stop_job(
+                settings.checkpoint,
+                requested_by="demo",
+                reason="end of demo",
+                drain_timeout_s=120,
+                allow_force_kill=True,
+            )
+        if stopped is None or not stopped.clean:
+            raise RuntimeError("the job did not stop cleanly at the end of the demo")
+        final = savepoint_after_stop(
+            settings.checkpoint, settings.savepoints, JOB, spark_version=SPARK_VERSION
         )
-        driver = start_local_job(spec, workdir / "driver")
-        _say(f"submitted job {spec.job_name}: driver pid {driver.pid}, log {driver.log_file}")
-        kafka = KafkaFacade({"bootstrap.servers": bootstrap})
-        control = ControlFolder(checkpoint)
-        shown = -1
-        deadline = time.monotonic() + 600
-        while True:
-            if not driver.is_alive():
-                raise RuntimeError(f"the driver exited early:\n{read_log(driver)}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the job did not catch up in time:\n{read_log(driver)}")
-            progress = control.read_progress()
-            for batch in progress.batches if progress else ():
-                if batch.batch_id > shown:
-                    shown = batch.batch_id
-                    _say(
-                        f"batch {batch.batch_id}: {batch.num_input_rows} rows, "
-                        f"{batch.processed_rows_per_second:.0f} rows/s, "
-                        f"end offsets {json.dumps(batch.end_offsets, sort_keys=True)}"
-                    )
-            try:
-                position = CheckpointReader(checkpoint).position()
-            except Exception:  # noqa: BLE001 - the checkpoint is not written yet
-                position = None
-            if position and caught_up(position, end_offsets(kafka, [SOURCE_TOPIC])):
-                break
-            time.sleep(1)
-
-        _say("caught up: asking the driver to stop gracefully")
-        request_stop(checkpoint, requested_by="demo", reason="end of demo")
-        code = wait_exit(driver, 180)
-        stopped = control.read_stopped()
-        if code != 0 or stopped is None:
-            raise RuntimeError(f"the driver did not stop cleanly ({code}):\n{read_log(driver)}")
-        _say(
-            f"stopped: last planned batch {stopped.last_planned_batch}, last committed "
-            f"{stopped.last_committed_batch}, clean={stopped.clean}"
-        )
-        store = SavepointStore(str(workdir / "savepoints"))
-        savepoint = store.create(checkpoint, job_name=spec.job_name, spark_version=SPARK_VERSION)
-        _say(
-            f"savepoint {savepoint.savepoint_id}: {len(savepoint.files)} files, verified="
-            f"{store.verify(savepoint.savepoint_id).ok}"
-        )
-
-        lag_group = kafka.group_offsets(spec.effective_lag_group or "")
-        rows = read_sink(bootstrap, SINK_TOPIC, partitions)
-        seen: Counter[tuple[int, str]] = Counter()
-        got: dict[tuple[int, str], int] = {}
-        for row in rows:
-            key = (int(row["window_start_ms"]), str(row["ip"]))
-            seen[key] += 1
-            got[key] = int(row["count"])
-        expected = expected_counts(input_events, closed_before_ms=flush_ms - WATERMARK_MS)
+        _say(f"stopped after batch {stopped.last_committed_batch}; savepoint {final.savepoint_id}")
+        rows = read_sink(bootstrap, SINK, 3)
+        with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:
+            lag_group = kafka.group_offsets(f"kafkaspark.{JOB}")
+    seen, got = _window_counts(rows)
+    expected = expected_counts(input_events, closed_before_ms=flush_ms - WATERMARK_MS)
+    backfilled = backfill_counts(Path(settings.backfill_output))
+    end_ms = MINUTE0_MS + 180_000
+    streamed_in_range = {k: v for k, v in got.items() if MINUTE0_MS <= k[0] < end_ms}
+    position = CheckpointReader(settings.checkpoint).position()
     return {
         "events_produced": produced,
-        "batches": (stopped.last_committed_batch or 0) + 1,
+        "batches": (position.latest_committed or 0) + 1,
+        "source_partitions_at_end": len(position.committed_offsets.get(SOURCE, {})),
+        "partition_added_during_window": bool(window_events),
+        "savepoints": len(SavepointStore(settings.savepoints).list(JOB)),
+        "reconcile_findings": findings,
         "windows_expected": len(expected),
         "windows_written": len(got),
         "records_counted": sum(got.values()),
         "duplicates": sum(n - 1 for n in seen.values()),
         "missing": len(set(expected) - set(got)),
         "wrong_counts": sum(1 for k, v in expected.items() if k in got and got[k] != v),
-        "savepoint": savepoint.savepoint_id,
-        "lag_group_matches_checkpoint": lag_group
-        == CheckpointReader(checkpoint).position().committed_offsets,
+        # The job's lag consumer group (what kafka-consumer-groups shows) ends where the
+        # checkpoint ends.
+        "lag_group_matches_checkpoint": lag_group == position.committed_offsets,
+        "backfill_windows": len(backfilled),
+        "backfill_matches_streaming": bool(backfilled) and dict(backfilled) == streamed_in_range,
     }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=20_000)
-    parser.add_argument("--partitions", type=int, default=3)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kafkaspark-demo-") as tmp:
-        summary = run(args.events, args.partitions, Path(tmp))
+        summary = run(args.events, Path(tmp))
     _say("summary: " + json.dumps(summary, indent=2))
     ok = (
         summary["duplicates"] == 0
         and summary["missing"] == 0
         and summary["wrong_counts"] == 0
         and summary["records_counted"] == args.events
+        and summary["backfill_matches_streaming"]
     )
     if not ok:
         _say("the output does not match the input: see the summary above")
