@@ -1,0 +1,533 @@
+"""Restart-window downtime: a stop with a savepoint and its restore, against a plain crash
+and resubmit from the checkpoint.
+
+Both paths run the stateless passthrough job (`reliability.stack.passthrough_spec`) in real
+drivers started as the Airflow operators start them (`lifecycle.submit_local`), against a
+real local Kafka, while a `SteadyProducer` feeds the input at `rate` records/s all along:
+
+- `savepoint`: exactly-once sink (`kafka_exactly_once`). t0 = the stop request
+  (`begin_stop`); then the drain (`check_stop` until the stopped report and the driver's
+  exit), `savepoint_after_stop`, `restore_for_submit` in `checkpoint` mode (verification,
+  reconciliation against Kafka, copy into the checkpoint location) and the submit.
+- `plain`: Spark's own at-least-once Kafka sink (`kafka`). t0 = SIGKILL of the driver's
+  process group, sent once part of a planned, uncommitted batch is in the output topic (so
+  its replay writes those records again); then an immediate resubmit on the same checkpoint.
+
+t1 = the modification time of the first `commits/<id>` file the new driver writes past the
+last batch committed before t0; downtime = t1 - t0. Each round runs both paths, on their own
+topics and checkpoints, in alternating order. Once the new driver ran a few batches, the
+producer stops, the job catches up, and a read_committed reader counts the output against
+the produced values (duplicates, missing).
+
+The savepoint path's phases: `drain` (t0 to the driver's stopped report), `exit` (report to
+process gone, as `check_stop` sees it), `savepoint`, `restore`, `submit` (the call that
+starts the process) and `start_to_first_batch` (submit returned to t1), the latter split at
+the driver's "query ... started" log line into `driver_start` and `first_batch`. `drain` is
+split too: `drain_notice` (until the driver logs that it saw the request), `drain_last_batch`
+(until its last batch committed: the driver stops only between batches) and `drain_finish`
+(until the stopped report). The plain path has `kill`, `submit` and the same split of
+`start_to_first_batch`. `verify_s` is one extra `SavepointStore.verify` of each savepoint,
+timed off the clock, to size that part of `restore` (which verifies twice). `batch_ms_*`
+are the batch durations (trigger to end) the drivers wrote to progress.json, before the stop
+and after the restart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    # run.py puts only benchmarks/ on the path; the reliability helpers live in the root.
+    sys.path.insert(0, str(ROOT))
+
+from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader  # noqa: E402
+from airflow_provider_kafkaspark.core.jobspec import JobSpec  # noqa: E402
+from airflow_provider_kafkaspark.local.jobs import LocalJobHandle  # noqa: E402
+from reliability import stack  # noqa: E402
+
+GOAL_RATIO = 1.1
+DRAIN_TIMEOUT_S = 120.0
+_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \w+ kafkaspark\.driver: (.*)$")
+
+
+# -- checkpoint and log observation ---------------------------------------------------------
+
+
+def _batch_ids(checkpoint: Path, folder: str) -> list[int]:
+    # Listing the folder directly: this is polled every few milliseconds while timing.
+    try:
+        names = os.listdir(checkpoint / folder)
+    except FileNotFoundError:
+        return []
+    return sorted(int(n) for n in names if n.isdigit())
+
+
+def _last(ids: list[int]) -> int:
+    return ids[-1] if ids else -1
+
+
+def _wait_first_commit(
+    handle: LocalJobHandle, checkpoint: Path, after: int, timeout_s: float, poll_s: float
+) -> tuple[int, float]:
+    """The first batch committed past `after` and when its commit file was written (epoch s).
+
+    The file's mtime, not the moment the poll saw it, so the poll interval adds nothing."""
+    from airflow_provider_kafkaspark.local.jobs import read_log
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        newer = [b for b in _batch_ids(checkpoint, "commits") if b > after]
+        if newer:
+            return newer[0], (checkpoint / "commits" / str(newer[0])).stat().st_mtime
+        if not handle.is_alive():
+            raise RuntimeError(f"driver {handle.pid} exited:\n{read_log(handle)}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no batch after {after} on {checkpoint} in {timeout_s:g}s")
+        time.sleep(poll_s)
+
+
+def _logged_at(handle: LocalJobHandle, message: str, not_before: float) -> float | None:
+    """When the driver first logged a line starting with `message` (epoch s), not before
+    `not_before`. The log's timestamps are local time, in milliseconds, of this machine."""
+    try:
+        lines = Path(handle.log_file).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        match = _LOG_LINE.match(line)
+        if match is None or not match.group(3).startswith(message):
+            continue
+        stamp = dt.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")
+        at = stamp.timestamp() + int(match.group(2)) / 1000
+        if at >= not_before - 0.001:  # the log truncates to whole milliseconds
+            return at
+    return None
+
+
+def _start_split(handle: LocalJobHandle, submitted: float, t1: float) -> dict[str, float | None]:
+    started = _logged_at(handle, "query ", submitted)
+    return {
+        "driver_start": None if started is None else started - submitted,
+        "first_batch": None if started is None else t1 - started,
+    }
+
+
+def _batch_ms(checkpoint: str) -> list[int]:
+    """Durations of the last batches the driver reported in progress.json (trigger to end)."""
+    from airflow_provider_kafkaspark.core.control import ControlFolder
+
+    progress = ControlFolder(checkpoint).read_progress()
+    if progress is None:
+        return []
+    return [b.duration_ms.get("triggerExecution", 0) for b in progress.batches]
+
+
+# -- Kafka ----------------------------------------------------------------------------------
+
+
+def _records_in(consumer: Any, topic: str, partitions: int) -> int:
+    from confluent_kafka import TopicPartition
+
+    return sum(
+        consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+        for p in range(partitions)
+    )
+
+
+def _count(bootstrap: str, topic: str, produced: list[str]) -> stack.OnceCount:
+    found = [v.decode() for v in stack.read_committed(bootstrap, topic, timeout_s=300)]
+    return stack.OnceCount.of(produced, found)
+
+
+# -- the two paths ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class PathRun:
+    downtime_s: float
+    phases_s: dict[str, float | None]
+    count: stack.OnceCount
+    extra: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "downtime_s": round(self.downtime_s, 3),
+            "phases_s": {k: None if v is None else round(v, 3) for k, v in self.phases_s.items()},
+            "duplicates": self.count.duplicates,
+            "missing": self.count.missing,
+            "unexpected": self.count.unexpected,
+            "records_checked": self.count.checked,
+            **self.extra,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    bootstrap: str
+    base: Path
+    rate: float
+    partitions: int
+    warm_batches: int
+    after_batches: int
+    poll_s: float
+    timeout_s: float
+    keep_logs: Path | None
+    trigger: str
+
+
+class Round:
+    """One path's job: its topics, checkpoint, producer and drivers (all killed at the end)."""
+
+    def __init__(self, setup: Setup, name: str, sink_kind: str) -> None:
+        self.setup = setup
+        self.name = name
+        self.source, self.sink = f"{name}-in", f"{name}-out"
+        self.checkpoint = setup.base / name / "checkpoint"
+        self.workdir = setup.base / name / "work"
+        spec = stack.passthrough_spec(
+            bootstrap=setup.bootstrap,
+            checkpoint=self.checkpoint,
+            source=self.source,
+            sink=self.sink,
+            job_name=name,
+            trigger_interval=setup.trigger,
+        )
+        self.spec = dataclasses.replace(spec, sink=dataclasses.replace(spec.sink, kind=sink_kind))
+        self.handles: list[LocalJobHandle] = []
+        stack.create_topics(
+            setup.bootstrap, {self.source: setup.partitions, self.sink: setup.partitions}
+        )
+        # Enough values for any run; the producer is stopped long before it runs out.
+        self.producer = stack.SteadyProducer(
+            setup.bootstrap, self.source, count=int(setup.rate * 7200), rate=setup.rate
+        )
+
+    def start(self) -> LocalJobHandle:
+        self.producer.start()
+        handle = stack.submit(self.spec, self.workdir)
+        self.handles.append(handle)
+        stack.wait_committed_beyond(
+            handle, self.checkpoint, self.setup.warm_batches - 1, self.setup.timeout_s
+        )
+        return handle
+
+    def first_commit(self, handle: LocalJobHandle, after: int) -> tuple[int, float]:
+        return _wait_first_commit(
+            handle, self.checkpoint, after, self.setup.timeout_s, self.setup.poll_s
+        )
+
+    def finish(self, handle: LocalJobHandle, first_batch: int) -> stack.OnceCount:
+        """Let the new driver run a few batches, stop the input, catch up, count the output."""
+        stack.wait_committed_beyond(
+            handle,
+            self.checkpoint,
+            first_batch + self.setup.after_batches - 1,
+            self.setup.timeout_s,
+        )
+        self.producer.stop()
+        self.producer.join(180)
+        if self.producer.errors or self.producer.acked != self.producer.produced:
+            raise RuntimeError(
+                f"{self.source}: {self.producer.acked}/{self.producer.produced} acked, "
+                f"errors {self.producer.errors[:3]}"
+            )
+        stack.wait_caught_up(
+            handle, self.checkpoint, self.setup.bootstrap, [self.source], self.setup.timeout_s
+        )
+        return _count(self.setup.bootstrap, self.sink, self.producer.values)
+
+    def close(self) -> None:
+        self.producer.stop()
+        for handle in self.handles:
+            if handle.is_alive():
+                stack.kill(handle)
+        if self.setup.keep_logs is not None:
+            self.setup.keep_logs.mkdir(parents=True, exist_ok=True)
+            for handle in self.handles:
+                log = Path(handle.log_file)
+                if log.exists():
+                    shutil.copy(log, self.setup.keep_logs / log.name)
+
+
+def _savepoint_path(setup: Setup, name: str) -> PathRun:
+    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.lifecycle import (
+        STOP_GRACE_S,
+        begin_stop,
+        check_stop,
+        restore_for_submit,
+        savepoint_after_stop,
+    )
+    from airflow_provider_kafkaspark.local.jobs import wait_exit
+    from airflow_provider_kafkaspark.versions import SPARK_VERSION
+
+    job = Round(setup, name, "kafka_exactly_once")
+    savepoints = str(setup.base / name / "savepoints")
+    try:
+        handle = job.start()
+        request_batch = _last(_batch_ids(job.checkpoint, "commits"))
+        t0 = time.time()
+        request = begin_stop(
+            str(job.checkpoint),
+            requested_by="benchmark:restart_window",
+            reason="restart window",
+            drain_timeout_s=DRAIN_TIMEOUT_S,
+            pid=handle.pid,
+        )
+        if request is None:
+            raise RuntimeError(f"{name}: no live driver to stop")
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S + STOP_GRACE_S
+        cp = str(job.checkpoint)
+        while (stopped := check_stop(cp, request.requested_at_ms, handle.pid)) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: driver {handle.pid} did not stop")
+            time.sleep(setup.poll_s)
+        gone = time.time()
+        wait_exit(handle, 60)  # reaps our child; check_stop already saw it gone
+        last = -1 if stopped.last_committed_batch is None else stopped.last_committed_batch
+        # Before the restore moves the checkpoint aside: when the last batch ended.
+        last_commit = (job.checkpoint / "commits" / str(last)).stat().st_mtime
+        manifest = savepoint_after_stop(
+            str(job.checkpoint), savepoints, name, spark_version=SPARK_VERSION
+        )
+        saved = time.time()
+        spec, summary = restore_for_submit(
+            job.spec,
+            savepoint_root=savepoints,
+            savepoint_ref=manifest.savepoint_id,
+            mode="checkpoint",
+            kafka_config={"bootstrap.servers": setup.bootstrap},
+        )
+        restored = time.time()
+        new = stack.submit(spec, job.workdir)
+        job.handles.append(new)
+        submitted = time.time()
+        batch, t1 = job.first_commit(new, last)
+        stopped_at = stopped.stopped_at_ms / 1000
+        noticed = _logged_at(handle, "stopping gracefully", t0)
+        phases: dict[str, float | None] = {
+            "drain": stopped_at - t0,
+            # The drain, split: until the driver saw the request, until the batch in flight
+            # (or a later one) committed, and until the stopped report was written.
+            "drain_notice": None if noticed is None else noticed - t0,
+            "drain_last_batch": None if noticed is None else max(0.0, last_commit - noticed),
+            "drain_finish": stopped_at - max(last_commit, noticed or t0),
+            "exit": gone - stopped_at,
+            "savepoint": saved - gone,
+            "restore": restored - saved,
+            "submit": submitted - restored,
+            "start_to_first_batch": t1 - submitted,
+            **_start_split(new, submitted, t1),
+        }
+        count = job.finish(new, batch)
+        started = time.perf_counter()
+        verified = SavepointStore(savepoints).verify(manifest.savepoint_id)
+        verify_s = time.perf_counter() - started
+        return PathRun(
+            t1 - t0,
+            phases,
+            count,
+            {
+                "stopped_clean": stopped.clean,
+                "last_committed_at_stop": last,
+                "batches_after_request": last - request_batch,
+                "batch_ms_before_stop": _batch_ms(summary["backup"]) if "backup" in summary else [],
+                "batch_ms_after_restart": _batch_ms(str(job.checkpoint)),
+                "first_batch_after": batch,
+                "savepoint_files": len(manifest.files),
+                "savepoint_bytes": manifest.total_bytes,
+                "verify_s": round(verify_s, 3),
+                "verify_ok": verified.ok,
+            },
+        )
+    finally:
+        job.close()
+
+
+def _kill_mid_write(job: Round, handle: LocalJobHandle) -> tuple[int, float, float, int]:
+    """SIGKILL the driver once records of a planned, uncommitted batch are in the output.
+
+    Spark's Kafka sink writes while the batch's commit file is missing, so a batch whose
+    output grew past what the batches before it wrote is being written right now; replaying
+    it writes those records again. Returns the batch, t0, when the process was gone, and the
+    batch's records seen in the output just before the kill."""
+    from confluent_kafka import Consumer
+
+    setup = job.setup
+    reader = CheckpointReader(str(job.checkpoint))
+    consumer = Consumer({"bootstrap.servers": setup.bootstrap, "group.id": f"{job.name}-watch"})
+    before: dict[int, int] = {}
+    deadline = time.monotonic() + setup.timeout_s
+    try:
+        while time.monotonic() < deadline:
+            committed = _last(_batch_ids(job.checkpoint, "commits"))
+            planned = _last(_batch_ids(job.checkpoint, "offsets"))
+            if planned == committed + 1 and planned >= 1:
+                if planned - 1 not in before:
+                    # The input starts at offset 0 and the job at `earliest` without any
+                    # replay yet: the end offsets of batch N-1 count what batches 0..N-1 wrote.
+                    offsets = reader.offset_entry(planned - 1).kafka_offsets()
+                    before[planned - 1] = sum(offsets.get(job.source, {}).values())
+                written = _records_in(consumer, job.sink, setup.partitions) - before[planned - 1]
+                if written > 0 and not (job.checkpoint / "commits" / str(planned)).exists():
+                    t0 = time.time()
+                    stack.kill(handle)
+                    return planned, t0, time.time(), written
+            time.sleep(0.002)
+    finally:
+        consumer.close()
+    raise TimeoutError(f"{job.name}: never caught a batch being written")
+
+
+def _resubmit(spec: JobSpec, workdir: Path) -> LocalJobHandle:
+    """Start a new driver at once on a crashed driver's checkpoint.
+
+    `stack.submit` (like the submit operator with if_running='fail') refuses while the
+    killed driver's lease is fresh, up to `lease_ttl_s`; the new driver itself takes the
+    lease over at once when its holder is a gone process of this host."""
+    from airflow_provider_kafkaspark.lifecycle import submit_local
+
+    raw = submit_local(spec, str(workdir), master=stack.MASTER, restart_policy=None)
+    fields = LocalJobHandle.__dataclass_fields__
+    return LocalJobHandle.from_dict({k: v for k, v in raw.items() if k in fields})
+
+
+def _plain_path(setup: Setup, name: str) -> PathRun:
+    job = Round(setup, name, "kafka")
+    try:
+        handle = job.start()
+        batch, t0, gone, in_flight = _kill_mid_write(job, handle)
+        committed = _last(_batch_ids(job.checkpoint, "commits"))
+        new = _resubmit(job.spec, job.workdir)
+        job.handles.append(new)
+        submitted = time.time()
+        first, t1 = job.first_commit(new, committed)
+        phases: dict[str, float | None] = {
+            "kill": gone - t0,
+            "submit": submitted - gone,
+            "start_to_first_batch": t1 - submitted,
+            **_start_split(new, submitted, t1),
+        }
+        count = job.finish(new, first)
+        return PathRun(
+            t1 - t0,
+            phases,
+            count,
+            {
+                "killed_batch": batch,
+                "killed_mid_batch": committed < batch,
+                "batch_records_in_output_at_kill": in_flight,
+                "first_batch_after": first,
+                "batch_ms_after_restart": _batch_ms(str(job.checkpoint)),
+            },
+        )
+    finally:
+        job.close()
+
+
+# -- figures ------------------------------------------------------------------------------
+
+
+def _median(values: list[float]) -> float:
+    return round(statistics.median(values), 3)
+
+
+def _median_phases(runs: list[PathRun]) -> dict[str, float | None]:
+    medians: dict[str, float | None] = {}
+    for phase in runs[0].phases_s:
+        values = [v for r in runs if (v := r.phases_s.get(phase)) is not None]
+        medians[phase] = _median(values) if values else None
+    return medians
+
+
+def _summary(runs: list[PathRun]) -> dict[str, Any]:
+    return {
+        "downtime_s": [round(r.downtime_s, 3) for r in runs],
+        "median_downtime_s": _median([r.downtime_s for r in runs]),
+        "median_phases_s": _median_phases(runs),
+        "duplicates": [r.count.duplicates for r in runs],
+        "missing": [r.count.missing for r in runs],
+        "runs": [r.to_dict() for r in runs],
+    }
+
+
+def run(
+    rounds: int = 3,
+    rate: float = 200.0,
+    partitions: int = 3,
+    warm_batches: int = 3,
+    after_batches: int = 3,
+    poll_s: float = 0.05,
+    timeout_s: float = 600.0,
+    keep_logs: str = "",
+    trigger: str = "5 seconds",
+) -> dict[str, Any]:
+    """`keep_logs`: a folder to copy the drivers' logs to (default: none kept).
+
+    `trigger`: the job's trigger interval. A graceful stop drains at the first idle moment
+    between batches; a job whose batches take longer than its trigger (it is falling
+    behind) has none, and its stop waits through several batches. 5 s is the job spec's
+    default, and above the batch time of this job."""
+    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+
+    if rounds < 1:
+        raise ValueError(f"rounds must be 1 or more, got {rounds}")
+    savepoint: list[PathRun] = []
+    plain: list[PathRun] = []
+    order: list[list[str]] = []
+    with tempfile.TemporaryDirectory(prefix="kafkaspark-bench-restart-") as tmp:
+        base = Path(tmp)
+        with LocalKafkaCluster(base / "kafka") as cluster:
+            setup = Setup(
+                bootstrap=cluster.bootstrap_servers,
+                base=base,
+                rate=rate,
+                partitions=partitions,
+                warm_batches=warm_batches,
+                after_batches=after_batches,
+                poll_s=poll_s,
+                timeout_s=timeout_s,
+                keep_logs=Path(keep_logs) if keep_logs else None,
+                trigger=trigger,
+            )
+            for i in range(rounds):
+                # Alternating which path goes first spreads drift in the machine's load.
+                paths = ["savepoint", "plain"] if i % 2 == 0 else ["plain", "savepoint"]
+                order.append(paths)
+                for path in paths:
+                    stack.log("restart_window", f"round {i}: {path} path")
+                    if path == "savepoint":
+                        savepoint.append(_savepoint_path(setup, f"rw-savepoint-{i}"))
+                        result = savepoint[-1]
+                    else:
+                        plain.append(_plain_path(setup, f"rw-plain-{i}"))
+                        result = plain[-1]
+                    stack.log("restart_window", f"round {i}: {path}: {result.to_dict()}")
+
+    ratio = _median([r.downtime_s for r in savepoint]) / _median([r.downtime_s for r in plain])
+    return {
+        "rounds": rounds,
+        "order": order,
+        "rate_per_s": rate,
+        "partitions": partitions,
+        "trigger_interval": trigger,
+        "savepoint": _summary(savepoint),
+        "plain": _summary(plain),
+        "ratio_savepoint_to_plain": round(ratio, 3),
+        "goal_ratio": GOAL_RATIO,
+        "goal_met": ratio <= GOAL_RATIO,
+        "savepoint_zero_duplicates": all(r.count.duplicates == 0 for r in savepoint),
+        "plain_has_duplicates": any(r.count.duplicates > 0 for r in plain),
+        "missing_total": sum(r.count.missing for r in savepoint + plain),
+    }
