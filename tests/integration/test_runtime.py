@@ -247,3 +247,41 @@ def test_deferrable_stop_operator_on_a_real_driver(
     assert manifest.pending_batch is None
     outlet = next(iter(context["outlet_events"].values()))
     assert outlet.extra["savepoint_id"] == result["savepoint_id"]
+
+
+def test_stop_that_cannot_drain_says_so_and_the_interrupted_batch_reruns(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "runtime_no_drain"
+    create_topic(bootstrap, topic, 3)
+    produce_numbered(bootstrap, topic, 600)
+    spec = stateless_spec(bootstrap, topic, tmp_path, "nodrain")
+    slow = dict(spec)
+    # One row of batch 0 takes 60 s (a JVM sleep through Spark SQL's reflect): the batch is
+    # in flight far longer than the 1 s the driver may wait for it.
+    slow["sql"] = (
+        "SELECT partition, offset, CAST(value AS STRING) AS value, "
+        "reflect('java.lang.Thread', 'sleep', CAST(IF(offset = 50, 60000, 0) AS BIGINT)) AS s "
+        "FROM source"
+    )
+    slow["drain_timeout_s"] = 1
+    checkpoint = str(tmp_path / "checkpoint")
+    driver = start(slow, tmp_path / "run")
+    offsets_0 = Path(checkpoint) / "offsets" / "0"
+    wait_until(driver, "batch 0 planned", offsets_0.exists)
+    request_stop(checkpoint, requested_by="test", reason="no time to drain")
+    assert wait_exit(driver, 120) == 2, read_log(driver)
+    stopped = ControlFolder(checkpoint).read_stopped()
+    assert stopped is not None and not stopped.clean
+    assert stopped.last_planned_batch == 0 and stopped.last_committed_batch is None
+    assert "could not drain within 1s" in stopped.message
+    assert not (Path(checkpoint) / "commits" / "0").exists()
+
+    # The next driver re-runs the interrupted batch; the file sink's own log keeps it once.
+    driver = start(spec, tmp_path / "run2")
+    wait_until(driver, "every record written", lambda: committed_batches(checkpoint) >= 1)
+    request_stop(checkpoint, requested_by="test", reason="done")
+    assert wait_exit(driver, 180) == 0, read_log(driver)
+    rows = pq.read_table(str(tmp_path / "out")).to_pylist()
+    assert sorted(int(r["value"]) for r in rows) == list(range(600))
