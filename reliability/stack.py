@@ -192,6 +192,54 @@ def read_committed(bootstrap: str, topic: str, timeout_s: float = 120) -> list[b
     return values
 
 
+def produce_all(bootstrap: str, topic: str, *, start: int, count: int) -> None:
+    """Produce values str(start) .. str(start + count - 1) now; raises unless all are acked."""
+    producer = SteadyProducer(bootstrap, topic, count, rate=5_000, start=start)
+    producer.start()
+    producer.join(120)
+    if producer.is_alive() or producer.errors or producer.acked != count:
+        raise RuntimeError(
+            f"producing {count} records to {topic}: {producer.acked} acked, "
+            f"errors {producer.errors[:3]}"
+        )
+
+
+Marks = dict[int, tuple[int, int]]
+
+
+def log_marks(bootstrap: str, topic: str, partitions: int) -> Marks:
+    """(log start, end) of each partition, from a plain client rather than the project's."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkaspark-reliability"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            for p in range(partitions)
+        }
+    finally:
+        consumer.close()
+
+
+def tree_digest(*roots: Path) -> str:
+    """sha256 over every file's path and bytes under `roots`: any change, move or new file
+    changes it."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for root in roots:
+        digest.update(f"root {root} exists={root.exists()}\n".encode())
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            digest.update(f"{path.relative_to(root)}\n".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def backups(checkpoint: Path) -> list[Path]:
+    """Copies a restore moved aside (`<checkpoint>.backup-<stamp>`)."""
+    return sorted(checkpoint.parent.glob(f"{checkpoint.name}.backup-*"))
+
+
 @dataclass(frozen=True)
 class OnceCount:
     """Expected items against items found: each expected one should be found once."""

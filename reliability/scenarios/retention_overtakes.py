@@ -18,7 +18,6 @@ them; retention is then reset and AFTER records arrive. What must hold:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import inspect
 import time
 from pathlib import Path
@@ -67,8 +66,6 @@ BROKER_CONFIG = {
     "log.segment.delete.delay.ms": "0",
 }
 
-Offsets = dict[int, tuple[int, int]]
-
 
 def run(profile: Profile, workdir: Path) -> ScenarioResult:
     result = ScenarioResult(name=NAME, title=TITLE)
@@ -86,7 +83,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             bootstrap=bootstrap, checkpoint=checkpoint, source=SOURCE, sink=SINK, job_name=JOB
         )
 
-        produce(bootstrap, start=0, count=BEFORE)
+        stack.produce_all(bootstrap, SOURCE, start=0, count=BEFORE)
         stack.log(NAME, f"{BEFORE} records produced; starting the job")
         handles.append(stack.submit(spec, workdir / "jobs"))
         stack.wait_caught_up(handles[-1], checkpoint, bootstrap, [SOURCE], JOB_TIMEOUT_S)
@@ -99,19 +96,21 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         result.check("savepoint_at_end", sum(saved.values()) == BEFORE, saved)
 
         # The fault: records arrive while the job is stopped and age out before it returns.
-        produce(bootstrap, start=BEFORE, count=LOST)
+        stack.produce_all(bootstrap, SOURCE, start=BEFORE, count=LOST)
         set_retention(bootstrap, TINY_RETENTION_MS)
         result.faults_injected += 1
         stack.log(NAME, f"{LOST} records produced while stopped; retention.ms={TINY_RETENTION_MS}")
         stack.wait_for(
             "retention to delete every record of the source topic",
-            lambda: all(low == high for low, high in log_offsets(bootstrap).values()),
+            lambda: all(
+                low == high for low, high in stack.log_marks(bootstrap, SOURCE, PARTITIONS).values()
+            ),
             KAFKA_TIMEOUT_S,
         )
         set_retention(bootstrap, None)
         wait_retention_reset(bootstrap)
-        produce(bootstrap, start=BEFORE + LOST, count=AFTER)
-        marks = log_offsets(bootstrap)
+        stack.produce_all(bootstrap, SOURCE, start=BEFORE + LOST, count=AFTER)
+        marks = stack.log_marks(bootstrap, SOURCE, PARTITIONS)
         stack.log(NAME, f"retention reset, {AFTER} more records; (start, end) now {marks}")
 
         # Figured independently of the project's reconcile code: the unread records the
@@ -129,7 +128,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         default_block_on = inspect.signature(restore_for_submit).parameters["block_on"].default
         expect_refusal = plan.blocking(default_block_on)
         result.check("default_policy_blocks", expect_refusal, default_block_on.name)
-        before = tree_digest(checkpoint, savepoints)
+        before = stack.tree_digest(checkpoint, savepoints)
         refused = try_restore(spec, savepoints, manifest.savepoint_id, kafka_config)
         stack.log(NAME, f"default restore: {refused or 'proceeded'}")
         result.check("restore_refused", (refused is not None) == expect_refusal, refused)
@@ -141,9 +140,11 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             and "lost to retention" in refused,
             refused,
         )
-        result.check("tree_unchanged", tree_digest(checkpoint, savepoints) == before)
+        result.check("tree_unchanged", stack.tree_digest(checkpoint, savepoints) == before)
         result.check(
-            "no_backup_made", not backups(checkpoint), [p.name for p in backups(checkpoint)]
+            "no_backup_made",
+            not stack.backups(checkpoint),
+            [p.name for p in stack.backups(checkpoint)],
         )
 
         # A job that accepts the loss (failOnDataLoss=false, as in Spark) is restored: the
@@ -169,7 +170,11 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         result.restarts += 1
         stack.wait_caught_up(handles[-1], checkpoint, bootstrap, [SOURCE], JOB_TIMEOUT_S)
         stack.stop(handles[-1], NAME)
-        result.check("log_start_stable", log_offsets(bootstrap) == marks, log_offsets(bootstrap))
+        result.check(
+            "log_start_stable",
+            stack.log_marks(bootstrap, SOURCE, PARTITIONS) == marks,
+            stack.log_marks(bootstrap, SOURCE, PARTITIONS),
+        )
 
         found = [v.decode() for v in stack.read_committed(bootstrap, SINK)]
         lost_values = {str(v) for v in range(BEFORE, BEFORE + LOST)}
@@ -197,7 +202,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
 
 
 def check_plan(
-    result: ScenarioResult, plan: ReconcilePlan, expected_lost: dict[int, int], marks: Offsets
+    result: ScenarioResult, plan: ReconcilePlan, expected_lost: dict[int, int], marks: stack.Marks
 ) -> None:
     below = {f.partition: f for f in plan.findings if f.kind is FindingKind.OFFSET_BELOW_EARLIEST}
     reported = {p: f.figures.get("records_lost") for p, f in below.items()}
@@ -241,31 +246,6 @@ def try_restore(
 # -- helpers (candidates for reliability/stack.py) ----------------------------------------
 
 
-def produce(bootstrap: str, *, start: int, count: int, topic: str = SOURCE) -> None:
-    producer = stack.SteadyProducer(bootstrap, topic, count, rate=5_000, start=start)
-    producer.start()
-    producer.join(KAFKA_TIMEOUT_S)
-    if producer.is_alive() or producer.errors or producer.acked != count:
-        raise RuntimeError(
-            f"producing {count} records to {topic}: {producer.acked} acked, "
-            f"errors {producer.errors[:3]}"
-        )
-
-
-def log_offsets(bootstrap: str, topic: str = SOURCE, partitions: int = PARTITIONS) -> Offsets:
-    """(log start, end) of each partition, from a plain client rather than the project's."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reliability-{NAME}"})
-    try:
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
-            for p in range(partitions)
-        }
-    finally:
-        consumer.close()
-
-
 def set_retention(bootstrap: str, retention_ms: str | None, topic: str = SOURCE) -> None:
     """Set the topic's `retention.ms`, or drop the override (None: the broker's, unlimited)."""
     from confluent_kafka.admin import (
@@ -300,20 +280,3 @@ def wait_retention_reset(bootstrap: str, topic: str = SOURCE) -> None:
 
     stack.wait_for(f"{topic} to drop its retention.ms", reset, KAFKA_TIMEOUT_S)
     time.sleep(3)
-
-
-def tree_digest(*roots: Path) -> str:
-    """sha256 over every file's path and bytes under `roots`: any change, move or new file
-    changes it."""
-    digest = hashlib.sha256()
-    for root in roots:
-        digest.update(f"root {root} exists={root.exists()}\n".encode())
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            digest.update(f"{path.relative_to(root)}\n".encode())
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def backups(checkpoint: Path) -> list[Path]:
-    """Copies a restore moved aside (`<checkpoint>.backup-<stamp>`)."""
-    return sorted(checkpoint.parent.glob(f"{checkpoint.name}.backup-*"))

@@ -16,7 +16,6 @@ Before the fault, the sink is checked to hold each record the job read exactly o
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 
@@ -51,8 +50,6 @@ RECREATED = 150  # in the recreated topic: every partition ends below the savepo
 JOB_TIMEOUT_S = 300.0
 KAFKA_TIMEOUT_S = 120.0
 
-Offsets = dict[int, tuple[int, int]]
-
 
 def run(profile: Profile, workdir: Path) -> ScenarioResult:
     result = ScenarioResult(name=NAME, title=TITLE)
@@ -70,7 +67,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             bootstrap=bootstrap, checkpoint=checkpoint, source=SOURCE, sink=SINK, job_name=JOB
         )
 
-        produce(bootstrap, start=0, count=BEFORE)
+        stack.produce_all(bootstrap, SOURCE, start=0, count=BEFORE)
         stack.log(NAME, f"{BEFORE} records produced; starting the job")
         handles.append(stack.submit(spec, workdir / "jobs"))
         stack.wait_caught_up(handles[-1], checkpoint, bootstrap, [SOURCE], JOB_TIMEOUT_S)
@@ -92,8 +89,8 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         # The fault: the topic goes away and comes back, shorter, while the job is stopped.
         recreate_topic(bootstrap, SOURCE, PARTITIONS)
         result.faults_injected += 1
-        produce(bootstrap, start=BEFORE, count=RECREATED)
-        marks = log_offsets(bootstrap)
+        stack.produce_all(bootstrap, SOURCE, start=BEFORE, count=RECREATED)
+        marks = stack.log_marks(bootstrap, SOURCE, PARTITIONS)
         stack.log(NAME, f"{SOURCE} recreated with {RECREATED} records; (start, end) {marks}")
 
         # Figured independently of the project's reconcile code.
@@ -120,7 +117,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         result.checks["lag_reported"] = plan.total_lag_records
 
         for mode in ("checkpoint", "offsets"):
-            before = tree_digest(checkpoint, savepoints)
+            before = stack.tree_digest(checkpoint, savepoints)
             error = try_restore(spec, savepoints, manifest.savepoint_id, kafka_config, mode)
             message = str(error) if error is not None else None
             stack.log(NAME, f"restore in {mode} mode: {message or 'proceeded'}")
@@ -137,11 +134,13 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
                 and "past the end" in message,
                 message,
             )
-            result.check(f"tree_unchanged_{mode}", tree_digest(checkpoint, savepoints) == before)
+            result.check(
+                f"tree_unchanged_{mode}", stack.tree_digest(checkpoint, savepoints) == before
+            )
             result.check(
                 f"no_backup_made_{mode}",
-                not backups(checkpoint),
-                [p.name for p in backups(checkpoint)],
+                not stack.backups(checkpoint),
+                [p.name for p in stack.backups(checkpoint)],
             )
     finally:
         for handle in handles:
@@ -198,45 +197,3 @@ def recreate_topic(bootstrap: str, topic: str, partitions: int) -> None:
         lambda: stack.partition_count(bootstrap, topic) == partitions,
         KAFKA_TIMEOUT_S,
     )
-
-
-def produce(bootstrap: str, *, start: int, count: int, topic: str = SOURCE) -> None:
-    producer = stack.SteadyProducer(bootstrap, topic, count, rate=5_000, start=start)
-    producer.start()
-    producer.join(KAFKA_TIMEOUT_S)
-    if producer.is_alive() or producer.errors or producer.acked != count:
-        raise RuntimeError(
-            f"producing {count} records to {topic}: {producer.acked} acked, "
-            f"errors {producer.errors[:3]}"
-        )
-
-
-def log_offsets(bootstrap: str, topic: str = SOURCE, partitions: int = PARTITIONS) -> Offsets:
-    """(log start, end) of each partition, from a plain client rather than the project's."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reliability-{NAME}"})
-    try:
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
-            for p in range(partitions)
-        }
-    finally:
-        consumer.close()
-
-
-def tree_digest(*roots: Path) -> str:
-    """sha256 over every file's path and bytes under `roots`: any change, move or new file
-    changes it."""
-    digest = hashlib.sha256()
-    for root in roots:
-        digest.update(f"root {root} exists={root.exists()}\n".encode())
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            digest.update(f"{path.relative_to(root)}\n".encode())
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def backups(checkpoint: Path) -> list[Path]:
-    """Copies a restore moved aside (`<checkpoint>.backup-<stamp>`)."""
-    return sorted(checkpoint.parent.glob(f"{checkpoint.name}.backup-*"))
