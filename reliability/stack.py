@@ -120,7 +120,12 @@ class SteadyProducer(threading.Thread):
                 break
             now = time.monotonic()
             if now - refreshed > 1.0:
-                partitions = partition_count(self.bootstrap, self.topic)
+                # Metadata can come back empty or fail while a broker is down: keep the
+                # count known so far then.
+                try:
+                    partitions = partition_count(self.bootstrap, self.topic) or partitions
+                except KafkaException:
+                    pass
                 refreshed = now
             ahead = began + i / self.rate - now
             if ahead > 0:
