@@ -31,6 +31,11 @@ class InvalidInputError(KafkaSparkError):
     """Input from a person, a DAG or a file is malformed. CLI exit code 2."""
 
 
+class InvalidArgumentError(InvalidInputError, ValueError):
+    """An operator, sensor or function argument is wrong; the message names the parameter.
+    Also a ValueError, so callers that caught the ValueError raised before keep working."""
+
+
 class StorageError(InvalidInputError):
     """A URL has no filesystem, or a path cannot be read or written."""
 

@@ -304,7 +304,7 @@ def run_backfill(
     import sys
     import tempfile
 
-    from airflow_provider_kafkaspark.local.jobs import write_spec_file
+    from airflow_provider_kafkaspark.local.jobs import driver_environment, write_spec_file
     from airflow_provider_kafkaspark.local.spark import python_env
 
     if not spec.source.subscribe:
@@ -333,7 +333,7 @@ def run_backfill(
             text=True,
             timeout=timeout_s,
             check=False,
-            env={**os.environ, **python_env()},
+            env={**driver_environment(), **python_env()},
         )
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])

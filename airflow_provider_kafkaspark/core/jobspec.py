@@ -10,6 +10,7 @@ spec to the driver, never to logs or XCom: `to_dict(redact=True)` masks them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -46,6 +47,27 @@ def _fail(path: str, message: str) -> JobSpecError:
     return JobSpecError(f"job spec field '{path}': {message}")
 
 
+def valid_job_name(name: object) -> bool:
+    """Whether `name` is usable as a job name: it becomes part of file and savepoint names,
+    so no separators and no leading dot."""
+    return isinstance(name, str) and bool(_JOB_NAME.match(name))
+
+
+def _positive_finite(path: str, value: object) -> float:
+    """A number field that must be a finite number (JSON readers accept NaN and Infinity)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _fail(path, f"must be a finite number, got {_kind(value)}")
+    return float(value)
+
+
+def _kind(value: object) -> str:
+    """What a value is, for messages: its type only (values may hold secrets), except for
+    the few values that are harmless to show."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    return type(value).__name__
+
+
 @dataclass(frozen=True)
 class KafkaSourceSpec:
     bootstrap_servers: str
@@ -62,6 +84,15 @@ class KafkaSourceSpec:
         if not self.bootstrap_servers or not isinstance(self.bootstrap_servers, str):
             raise _fail("source.bootstrap_servers", "must name at least one host:port")
         modes = [bool(self.subscribe), bool(self.subscribe_pattern), bool(self.assign)]
+        if not isinstance(self.subscribe, tuple | list):
+            raise _fail(
+                "source.subscribe", f"expected a list of topics, got {_kind(self.subscribe)}"
+            )
+        if not isinstance(self.assign, dict):
+            raise _fail(
+                "source.assign",
+                f"expected an object of topic -> partitions, got {_kind(self.assign)}",
+            )
         if sum(modes) != 1:
             raise _fail(
                 "source.subscribe",
@@ -71,7 +102,11 @@ class KafkaSourceSpec:
             if not isinstance(topic, str) or not topic or "," in topic:
                 raise _fail("source.subscribe", f"bad topic {topic!r}")
         for topic, partitions in self.assign.items():
-            if not partitions or any(not isinstance(p, int) or p < 0 for p in partitions):
+            if (
+                not isinstance(partitions, tuple | list)
+                or not partitions
+                or any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in partitions)
+            ):
                 raise _fail(f"source.assign.{topic}", "needs a list of partition numbers >= 0")
         for name, value in (
             ("starting_offsets", self.starting_offsets),
@@ -85,7 +120,11 @@ class KafkaSourceSpec:
                 raise _fail(
                     f"source.{name}", f"'earliest', 'latest' or offsets JSON ({exc})"
                 ) from exc
-        if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:
+        if self.max_offsets_per_trigger is not None and (
+            isinstance(self.max_offsets_per_trigger, bool)
+            or not isinstance(self.max_offsets_per_trigger, int)
+            or self.max_offsets_per_trigger < 1
+        ):
             raise _fail("source.max_offsets_per_trigger", "must be 1 or more")
         for key in self.options:
             if not key.startswith("kafka.") and key not in _SPARK_SOURCE_OPTIONS:
@@ -148,7 +187,11 @@ class SinkSpec:
             )
         if self.sink_id is not None and not _JOB_NAME.match(self.sink_id):
             raise _fail("sink.sink_id", "letters, digits, '.', '_' and '-' only")
-        if self.transaction_timeout_ms is not None and self.transaction_timeout_ms < 1000:
+        if self.transaction_timeout_ms is not None and (
+            isinstance(self.transaction_timeout_ms, bool)
+            or not isinstance(self.transaction_timeout_ms, int)
+            or self.transaction_timeout_ms < 1000
+        ):
             raise _fail("sink.transaction_timeout_ms", "must be at least 1000")
 
 
@@ -169,8 +212,9 @@ class JobSpec:
     progress_batches: int = 20
 
     def validate(self) -> JobSpec:
-        if not isinstance(self.job_name, str) or not _JOB_NAME.match(self.job_name):
-            raise _fail("job_name", f"{self.job_name!r}: letters, digits, '.', '_' and '-' only")
+        if not valid_job_name(self.job_name):
+            shown = repr(self.job_name) if isinstance(self.job_name, str) else _kind(self.job_name)
+            raise _fail("job_name", f"{shown[:120]}: letters, digits, '.', '_' and '-' only")
         self.source.validate()
         self.sink.validate()
         if not self.checkpoint_location or not isinstance(self.checkpoint_location, str):
@@ -183,11 +227,15 @@ class JobSpec:
             raise _fail(
                 "trigger_interval", f"{self.trigger_interval!r}: e.g. '5 seconds' or 'availableNow'"
             )
-        if self.lease_ttl_s < 3:
+        if _positive_finite("lease_ttl_s", self.lease_ttl_s) < 3:
             raise _fail("lease_ttl_s", "must be at least 3 seconds (heartbeat every ttl/3)")
-        if self.drain_timeout_s <= 0:
+        if _positive_finite("drain_timeout_s", self.drain_timeout_s) <= 0:
             raise _fail("drain_timeout_s", "must be positive")
-        if not 1 <= self.progress_batches <= 1000:
+        if (
+            isinstance(self.progress_batches, bool)
+            or not isinstance(self.progress_batches, int)
+            or not 1 <= self.progress_batches <= 1000
+        ):
             raise _fail("progress_batches", "must be between 1 and 1000")
         return self
 
@@ -231,11 +279,28 @@ class JobSpec:
         source = _known(KafkaSourceSpec, values["source"], "source.")
         if "subscribe" in source:
             subscribe = source["subscribe"]
-            source["subscribe"] = tuple([subscribe] if isinstance(subscribe, str) else subscribe)
+            if isinstance(subscribe, str):
+                subscribe = [subscribe]
+            if not isinstance(subscribe, list | tuple):
+                raise _fail(
+                    "source.subscribe", f"expected a list of topics, got {_kind(subscribe)}"
+                )
+            source["subscribe"] = tuple(subscribe)
         if "assign" in source:
             if not isinstance(source["assign"], dict):
-                raise _fail("source.assign", "expected an object of topic -> partitions")
-            source["assign"] = {t: tuple(p) for t, p in source["assign"].items()}
+                raise _fail(
+                    "source.assign",
+                    f"expected an object of topic -> partitions, got {_kind(source['assign'])}",
+                )
+            assign: dict[str, tuple[int, ...]] = {}
+            for topic, partitions in source["assign"].items():
+                if not isinstance(partitions, list | tuple):
+                    raise _fail(
+                        f"source.assign.{topic}",
+                        f"expected a list of partition numbers, got {_kind(partitions)}",
+                    )
+                assign[topic] = tuple(partitions)
+            source["assign"] = assign
         values["source"] = _build(KafkaSourceSpec, source, "source")
         values["sink"] = _build(SinkSpec, _known(SinkSpec, values["sink"], "sink."), "sink")
         return _build(cls, values, "(root)").validate()
@@ -255,6 +320,66 @@ class JobSpec:
         except OSError as exc:
             raise JobSpecError(f"{path}: cannot read the job spec ({exc.strerror})") from exc
         return cls.from_json(text, where=str(path))
+
+
+# librdkafka settings (the `kafka` connection's extra) the Java client of Spark's Kafka
+# source and sink does not know: translated by `java_client_options`, never passed as is.
+_LIBRDKAFKA_ONLY = frozenset(
+    {
+        "sasl.username",
+        "sasl.password",
+        "sasl.mechanisms",
+        "ssl.ca.location",
+        "ssl.certificate.location",
+        "ssl.key.location",
+        "enable.ssl.certificate.verification",
+        "api.version.request",
+        "broker.version.fallback",
+        "socket.keepalive.enable",
+    }
+)
+_JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def _jaas_quote(value: str) -> str:
+    """A JAAS option value: double-quoted, with backslashes and quotes escaped."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def java_client_options(
+    kafka_config: dict[str, str], given: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The `kafka.`-prefixed options of Spark's Kafka source or sink (a Java client) for a
+    librdkafka client config (a `kafka` connection's extra).
+
+    librdkafka's `sasl.username`/`sasl.password` mean nothing to the Java client: with a
+    PLAIN or SCRAM mechanism and no `sasl.jaas.config` (in the config, or in `given`, the
+    options already set), they become `kafka.sasl.jaas.config`; `sasl.mechanisms` becomes
+    `kafka.sasl.mechanism`. Other librdkafka-only settings are dropped; the rest pass as is.
+    """
+    given = given or {}
+    options: dict[str, str] = {}
+    for key, value in kafka_config.items():
+        if key == "bootstrap.servers" or key in _LIBRDKAFKA_ONLY:
+            continue
+        options[f"kafka.{key}"] = str(value)
+    mechanism = kafka_config.get("sasl.mechanism") or kafka_config.get("sasl.mechanisms")
+    if mechanism:
+        options["kafka.sasl.mechanism"] = str(mechanism).strip().upper()
+    chosen = options.get("kafka.sasl.mechanism") or given.get("kafka.sasl.mechanism") or ""
+    module = _JAAS_MODULES.get(str(chosen).strip().upper())
+    user, password = kafka_config.get("sasl.username"), kafka_config.get("sasl.password")
+    has_jaas = "kafka.sasl.jaas.config" in options or "kafka.sasl.jaas.config" in given
+    if user is not None and password is not None and not has_jaas and module is not None:
+        options["kafka.sasl.jaas.config"] = (
+            f"{module} required username={_jaas_quote(str(user))} "
+            f"password={_jaas_quote(str(password))};"
+        )
+    return options
 
 
 def redact_config(config: dict[str, str]) -> dict[str, str]:
@@ -298,8 +423,10 @@ def _build(kind: type[T], values: dict[str, Any], where: str) -> T:
     prefix = "" if where == "(root)" else f"{where}."
     for f in fields(kind):  # type: ignore[arg-type]
         if f.name in values and not _check_type(str(f.type), values[f.name]):
-            raise _fail(f"{prefix}{f.name}", f"expected {f.type}, got {values[f.name]!r}")
+            # The type of what was given, never the value: options and kafka_config may hold
+            # a password or a JAAS line.
+            raise _fail(f"{prefix}{f.name}", f"expected {f.type}, got {_kind(values[f.name])}")
     try:
         return kind(**values)
-    except TypeError as exc:
+    except TypeError as exc:  # a message about arguments, not their values
         raise _fail(where, str(exc)) from exc

@@ -7,6 +7,7 @@ imports confluent_kafka at module level).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
@@ -15,15 +16,67 @@ from airflow_provider_kafkaspark.errors import InvalidInputError
 _CALLBACK_KEYS = ("error_cb", "throttle_cb", "stats_cb", "log_cb", "oauth_cb", "on_commit")
 
 
+def _connection_extra(kafka_conn_id: str) -> dict[str, Any]:
+    """The extra of a `kafka` connection as a dict; a typed error naming the connection when
+    it is not defined or its extra is not a JSON object (the values are never shown)."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        conn = BaseHook.get_connection(kafka_conn_id)
+    except AirflowNotFoundException as exc:
+        raise InvalidInputError(
+            f"Kafka connection {kafka_conn_id!r} is not defined: add it (UI, CLI or an "
+            f"AIRFLOW_CONN_{str(kafka_conn_id).upper()} variable)"
+        ) from exc
+    raw = conn.extra
+    if raw:
+        try:
+            parsed = json.loads(raw)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"Kafka connection {kafka_conn_id!r}: its 'extra' is not JSON "
+                f"({type(exc).__name__})"
+            ) from None
+        if not isinstance(parsed, dict):
+            raise InvalidInputError(
+                f"Kafka connection {kafka_conn_id!r}: its 'extra' must be a JSON object of "
+                f"client settings, got a JSON {type(parsed).__name__}"
+            )
+    extra = conn.extra_dejson
+    if not isinstance(extra, dict):
+        raise InvalidInputError(
+            f"Kafka connection {kafka_conn_id!r}: its 'extra' must be a JSON object of "
+            f"client settings, got {type(extra).__name__}"
+        )
+    return dict(extra)
+
+
+def _servers(kafka_conn_id: str, extra: dict[str, Any]) -> str:
+    servers = extra.get("bootstrap.servers")
+    if servers is None or servers == "":
+        raise InvalidInputError(
+            f"Kafka connection {kafka_conn_id!r}: its extra has no 'bootstrap.servers'"
+        )
+    if not isinstance(servers, str) or not servers.strip():
+        raise InvalidInputError(
+            f"Kafka connection {kafka_conn_id!r}: 'bootstrap.servers' must be a string of "
+            f"host:port entries separated by commas, got {type(servers).__name__}"
+        )
+    return servers
+
+
 def kafka_client_config(kafka_conn_id: str) -> dict[str, Any]:
     """The client config of a `kafka` connection, callbacks resolved (for in-process use:
     admin calls, probes, reconciliation)."""
     from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
 
+    # Checked first: the official hook fails on these with untyped errors.
+    _servers(kafka_conn_id, _connection_extra(kafka_conn_id))
     try:
         hook = KafkaBaseHook(kafka_conn_id)  # type: ignore[no-untyped-call]
         return dict(hook._build_config())
-    except ValueError as exc:
+    except (ValueError, TypeError, AttributeError) as exc:
         raise InvalidInputError(f"Kafka connection {kafka_conn_id!r}: {exc}") from exc
 
 
@@ -31,20 +84,15 @@ def kafka_spec_config(kafka_conn_id: str) -> tuple[str, dict[str, str]]:
     """(bootstrap servers, the rest of the client config as strings) of a `kafka`
     connection, for a job spec: what the driver's admin client, lag commits and sink
     producers need (security settings included)."""
-    from airflow.sdk import BaseHook
-
-    extra = dict(BaseHook.get_connection(kafka_conn_id).extra_dejson)
-    servers = extra.pop("bootstrap.servers", None)
-    if not servers:
-        raise InvalidInputError(
-            f"Kafka connection {kafka_conn_id!r}: its extra has no 'bootstrap.servers'"
-        )
+    extra = _connection_extra(kafka_conn_id)
+    servers = _servers(kafka_conn_id, extra)
+    extra.pop("bootstrap.servers", None)
     for key in _CALLBACK_KEYS:
         extra.pop(key, None)
     # Consumer-only settings of the connection would make producers and admin clients warn.
     for key in ("group.id", "auto.offset.reset", "enable.auto.commit"):
         extra.pop(key, None)
-    return str(servers), {str(k): str(v) for k, v in extra.items()}
+    return servers, {str(k): str(v) for k, v in extra.items()}
 
 
 # spark-submit returns once the driver is submitted instead of following it for the life of

@@ -58,6 +58,17 @@ def write_spec_file(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:
     return path
 
 
+# Airflow's connections and variables given as environment variables hold secrets (a
+# connection's password): the driver gets what it needs in its spec file, not these.
+_SECRET_ENV_PREFIXES = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
+
+
+def driver_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment without Airflow's connections and variables."""
+    source = dict(os.environ if environ is None else environ)
+    return {k: v for k, v in source.items() if not k.upper().startswith(_SECRET_ENV_PREFIXES)}
+
+
 def start_local_job(
     spec: JobSpec,
     workdir: str | os.PathLike[str],
@@ -71,7 +82,7 @@ def start_local_job(
     policy, a supervisor process starts (and restarts) the runner."""
     spec_file = write_spec_file(spec, workdir)
     log_file = spec_file.with_name(spec_file.name.replace(".spec.json", ".log"))
-    child_env = {**os.environ, **python_env(), **(env or {})}
+    child_env = {**driver_environment(), **python_env(), **(env or {})}
     with open(log_file, "ab") as log:
         command = [sys.executable, "-m", "airflow_provider_kafkaspark.spark.runner"]
         if restart_policy is not None:

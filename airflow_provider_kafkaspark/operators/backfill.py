@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +42,7 @@ class KafkaBackfillOperator(BaseOperator):
         from airflow.sdk.exceptions import AirflowFailException
 
         from airflow_provider_kafkaspark.core.jobspec import JobSpec
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError
         from airflow_provider_kafkaspark.hooks.kafkaspark import (
             kafka_client_config,
             kafka_spec_config,
@@ -51,13 +51,18 @@ class KafkaBackfillOperator(BaseOperator):
 
         start, end = context["data_interval_start"], context["data_interval_end"]
         if start is None or end is None or end <= start:
-            raise AirflowFailException(
+            problem = (
                 f"backfill needs a data interval with start < end, got {start} .. {end}: "
                 f"schedule the DAG with a data-interval timetable"
             )
-        raw = json.loads(self.job_spec) if isinstance(self.job_spec, str) else self.job_spec
+            raise AirflowFailException(problem) from InvalidArgumentError(problem)
+        given = (
+            JobSpec.from_json(self.job_spec, where="job_spec")
+            if isinstance(self.job_spec, str)
+            else JobSpec.from_dict(self.job_spec)
+        )
         servers, spec_config = kafka_spec_config(self.kafka_conn_id)
-        spec = with_connection(JobSpec.from_dict(raw), servers, spec_config)
+        spec = with_connection(given, servers, spec_config)
         result = run_backfill(
             spec,
             kafka_config=kafka_client_config(self.kafka_conn_id),

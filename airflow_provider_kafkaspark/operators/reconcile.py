@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from airflow_provider_kafkaspark.core.args import positive_number
 from airflow_provider_kafkaspark.core.reconcile import ReconcilePolicy, Severity
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
@@ -81,9 +82,7 @@ class KafkaPartitionReconcileOperator(BaseOperator):
         self.fail_on = _severity(fail_on, f"{self.task_id}.fail_on")
         self.soft_fail_on = _severity(soft_fail_on, f"{self.task_id}.soft_fail_on")
         self.report_only = report_only
-        if kafka_timeout_s <= 0:
-            raise InvalidInputError(f"{self.task_id}: kafka_timeout_s must be > 0")
-        self.kafka_timeout_s = float(kafka_timeout_s)
+        self.kafka_timeout_s = positive_number(kafka_timeout_s, f"{self.task_id}: kafka_timeout_s")
         self.policy = policy
 
     def topics(self) -> list[str]:

@@ -65,6 +65,8 @@ class StopStreamingJobOperator(BaseOperator):
         from airflow_provider_kafkaspark.errors import KafkaSparkError
         from airflow_provider_kafkaspark.lifecycle import STOP_GRACE_S, begin_stop, check_stop
 
+        # After rendering, before anything is written: both are templated.
+        self._check_job_name()
         pid = self._pid()
         try:
             request = begin_stop(
@@ -119,10 +121,49 @@ class StopStreamingJobOperator(BaseOperator):
         raise AirflowFailException(f"stop of {self.job_name} failed: {event.get('reason')}")
 
     def _pid(self) -> int | None:
+        """The driver's pid from `handle` (the submit operator's XCom, or its rendering)."""
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError
+
         handle = self.handle
-        if isinstance(handle, str) and handle:
-            handle = ast.literal_eval(handle)  # a rendered XCom dict
-        return int(handle["pid"]) if isinstance(handle, dict) and handle.get("pid") else None
+        if isinstance(handle, str) and handle.strip():
+            try:
+                handle = ast.literal_eval(handle.strip())  # a rendered XCom dict
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                raise InvalidArgumentError(
+                    f"{self.task_id}: handle {handle[:80]!r} is not the submit operator's "
+                    f"handle (a dict with 'pid')"
+                ) from None
+        if handle is None or handle == "" or (isinstance(handle, str) and not handle.strip()):
+            return None
+        if not isinstance(handle, dict):
+            raise InvalidArgumentError(
+                f"{self.task_id}: handle must be the submit operator's handle (a dict with "
+                f"'pid'), got {type(handle).__name__}"
+            )
+        pid = handle.get("pid")
+        if pid is None or pid == "":
+            return None
+        if isinstance(pid, bool):
+            raise InvalidArgumentError(f"{self.task_id}: handle.pid {pid!r} is not a process id")
+        try:
+            number = int(pid)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(
+                f"{self.task_id}: handle.pid {str(pid)[:40]!r} is not a process id"
+            ) from None
+        if number < 0:
+            raise InvalidArgumentError(f"{self.task_id}: handle.pid {number} is not a process id")
+        return number or None
+
+    def _check_job_name(self) -> None:
+        from airflow_provider_kafkaspark.core.jobspec import valid_job_name
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError
+
+        if not valid_job_name(self.job_name):
+            raise InvalidArgumentError(
+                f"{self.task_id}: job_name {str(self.job_name)[:120]!r}: letters, digits, "
+                f"'.', '_' and '-' only (as in the job spec)"
+            )
 
     def _after_timeout(self, context: Context, pid: int | None) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,10 +55,13 @@ class SubmitStreamingJobOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError
         from airflow_provider_kafkaspark.lifecycle import IF_RUNNING
 
         if if_running not in IF_RUNNING:
-            raise ValueError(f"if_running={if_running!r} is not one of {list(IF_RUNNING)}")
+            raise InvalidArgumentError(
+                f"if_running={if_running!r} is not one of {list(IF_RUNNING)}"
+            )
         self.job_spec = job_spec
         self.kafka_conn_id = kafka_conn_id
         self.spark_conn_id = spark_conn_id
@@ -80,6 +82,7 @@ class SubmitStreamingJobOperator(BaseOperator):
 
         from airflow_provider_kafkaspark.core.jobspec import JobSpec
         from airflow_provider_kafkaspark.core.restart import RestartPolicy
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError, KafkaUnavailableError
         from airflow_provider_kafkaspark.hooks.kafkaspark import (
             kafka_client_config,
             kafka_spec_config,
@@ -93,9 +96,17 @@ class SubmitStreamingJobOperator(BaseOperator):
             with_connection,
         )
 
-        raw = json.loads(self.job_spec) if isinstance(self.job_spec, str) else self.job_spec
+        if self.restore_from and not self.savepoint_root:
+            # Checked before anything is probed or stopped: the arguments alone are wrong.
+            problem = f"{self.task_id}: restore_from={self.restore_from!r} needs savepoint_root"
+            raise AirflowFailException(problem) from InvalidArgumentError(problem)
+        given = (
+            JobSpec.from_json(self.job_spec, where="job_spec")
+            if isinstance(self.job_spec, str)
+            else JobSpec.from_dict(self.job_spec)
+        )
         servers, spec_config = kafka_spec_config(self.kafka_conn_id)
-        spec = with_connection(JobSpec.from_dict(raw), servers, spec_config)
+        spec = with_connection(given, servers, spec_config)
         client = kafka_client_config(self.kafka_conn_id)
 
         lease = live_lease(spec.checkpoint_location)
@@ -120,10 +131,10 @@ class SubmitStreamingJobOperator(BaseOperator):
             report = probe_bootstrap(client, timeout_s=self.probe_timeout_s)
             dead = list(report.dead)
             if not report.healthy:
-                raise AirflowFailException(
-                    f"no bootstrap server of connection {self.kafka_conn_id!r} answers: "
-                    + "; ".join(f"{s.server}: {s.reason}" for s in report.servers)
+                problem = f"no bootstrap server of connection {self.kafka_conn_id!r} answers: " + (
+                    "; ".join(f"{s.server}: {s.reason}" for s in report.servers)
                 )
+                raise AirflowFailException(problem) from KafkaUnavailableError(problem)
             if dead:
                 self.log.warning(
                     "bootstrap servers that are dead or not cluster members: %s "
@@ -133,9 +144,7 @@ class SubmitStreamingJobOperator(BaseOperator):
                 spec = with_connection(spec, live_first(servers, dead), spec.kafka_config)
 
         restored: dict[str, Any] | None = None
-        if self.restore_from:
-            if not self.savepoint_root:
-                raise AirflowFailException("restore_from needs savepoint_root")
+        if self.restore_from and self.savepoint_root:
             spec, restored = restore_for_submit(
                 spec,
                 savepoint_root=self.savepoint_root,

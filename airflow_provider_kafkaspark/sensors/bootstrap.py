@@ -16,6 +16,7 @@ from airflow.sdk import BaseSensorOperator, Context
 from airflow.sdk.bases.sensor import PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_kafkaspark.core.args import positive_number
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 _COLUMNS = ("server", "status", "broker_id", "elapsed_ms", "reason")
@@ -44,10 +45,8 @@ class KafkaBootstrapHealthSensor(BaseSensorOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if timeout_s <= 0:
-            raise InvalidInputError(f"{self.task_id}: timeout_s must be > 0, got {timeout_s}")
         self.kafka_conn_id = kafka_conn_id
-        self.timeout_s = float(timeout_s)
+        self.timeout_s = positive_number(timeout_s, f"{self.task_id}: timeout_s")
         self.require_all = require_all
 
     def poke(self, context: Context) -> PokeReturnValue:

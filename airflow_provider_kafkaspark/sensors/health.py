@@ -23,6 +23,7 @@ from airflow.sdk import BaseSensorOperator, Context
 from airflow.sdk.bases.sensor import PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
 
+from airflow_provider_kafkaspark.core.args import non_negative_int, positive_number
 from airflow_provider_kafkaspark.core.health import HealthPolicy
 from airflow_provider_kafkaspark.core.health_watch import (
     DEFAULT_STARTUP_GRACE_MS,
@@ -92,21 +93,18 @@ class StreamingHealthSensor(BaseSensorOperator):
         self.kafka_conn_id = kafka_conn_id
         self.since_batch = since_batch
         self.since_ms = since_ms
-        self.min_new_batches = min_new_batches
-        self.window_s = float(window_s)
+        # Not templated: checked here, each naming its parameter.
+        self.min_new_batches = non_negative_int(min_new_batches, f"{self.task_id}: min_new_batches")
+        self.window_s = positive_number(window_s, f"{self.task_id}: window_s")
         self.fail_on = sorted(s.value for s in parse_fail_on(fail_on))
         self.lease_required = lease_required
+        if startup_grace_s != 0:
+            startup_grace_s = positive_number(startup_grace_s, f"{self.task_id}: startup_grace_s")
         self.startup_grace_s = float(startup_grace_s)
         self.deferrable = deferrable
-        self.poll_interval_s = float(poll_interval_s)
-        self.kafka_timeout_s = float(kafka_timeout_s)
+        self.poll_interval_s = positive_number(poll_interval_s, f"{self.task_id}: poll_interval_s")
+        self.kafka_timeout_s = positive_number(kafka_timeout_s, f"{self.task_id}: kafka_timeout_s")
         self.policy = policy
-        if window_s <= 0 or poll_interval_s <= 0 or kafka_timeout_s <= 0:
-            raise InvalidInputError(
-                f"{self.task_id}: window_s, poll_interval_s and kafka_timeout_s must be > 0"
-            )
-        if isinstance(min_new_batches, bool) or min_new_batches < 0:
-            raise InvalidInputError(f"{self.task_id}: min_new_batches must be an int >= 0")
         self._watch: HealthWatch | None = None
         self._kafka: KafkaFacade | None = None
 

@@ -24,7 +24,7 @@ if __package__ in (None, ""):
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.jobspec import JobSpec, java_client_options
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -71,11 +71,11 @@ def source_frame(spark: SparkSession, spec: JobSpec, *, streaming: bool = True) 
         options.pop("endingOffsets", None)
     else:
         options.pop("maxOffsetsPerTrigger", None)
+    # The connection's settings, translated for the Java client (SASL credentials become a
+    # JAAS line), win over the spec's options as before.
+    options.update(java_client_options(spec.kafka_config, options))
     for key, value in options.items():
         reader = reader.option(key, value)
-    for key, value in spec.kafka_config.items():
-        if key != "bootstrap.servers":
-            reader = reader.option(f"kafka.{key}", value)
     return reader.load()  # type: ignore[no-any-return]
 
 
@@ -95,9 +95,8 @@ def start_query(spark: SparkSession, spec: JobSpec) -> StreamingQuery:
     elif sink.kind == "kafka":
         writer = writer.format("kafka").option("topic", sink.topic or "")
         writer = writer.option("kafka.bootstrap.servers", spec.sink_bootstrap_servers)
-        for key, value in spec.kafka_config.items():
-            if key != "bootstrap.servers":
-                writer = writer.option(f"kafka.{key}", value)
+        for key, value in java_client_options(spec.kafka_config, sink.options).items():
+            writer = writer.option(key, value)
     elif sink.kind == "parquet":
         writer = writer.format("parquet").option("path", sink.path or "")
     else:

@@ -1,0 +1,32 @@
+"""Checks of operator and sensor arguments that are not templated (checked at construction):
+a wrong type or value is an `InvalidArgumentError` naming the parameter, not a TypeError from
+a comparison deep inside."""
+
+from __future__ import annotations
+
+import math
+
+from airflow_provider_kafkaspark.errors import InvalidArgumentError
+
+
+def _shown(value: object) -> str:
+    return repr(value)[:40] if isinstance(value, str | int | float) else type(value).__name__
+
+
+def positive_number(value: object, name: str) -> float:
+    """`value` as a float when it is a finite number > 0 (not a bool, not a string)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise InvalidArgumentError(f"{name} must be a number > 0, got {_shown(value)}")
+    return float(value)
+
+
+def non_negative_int(value: object, name: str) -> int:
+    """`value` when it is an int >= 0 (not a bool, not a string)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgumentError(f"{name} must be an int >= 0, got {_shown(value)}")
+    return value

@@ -1,0 +1,350 @@
+"""Bad input found by the reliability suite (`bad_input`, `secrets`): each is a typed error
+naming the field, parameter or connection, and no message repeats a secret."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from airflow.sdk import Context
+
+from airflow_provider_kafkaspark.core.jobspec import (
+    JobSpec,
+    JobSpecError,
+    java_client_options,
+    redact_config,
+)
+from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
+from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
+from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config, kafka_spec_config
+from airflow_provider_kafkaspark.local.jobs import driver_environment
+from airflow_provider_kafkaspark.operators.backfill import KafkaBackfillOperator
+from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
+from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
+from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
+from airflow_provider_kafkaspark.sensors.bootstrap import KafkaBootstrapHealthSensor
+from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
+
+SECRET = "s3ntinel-pa55word"
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    f'username="u" password="{SECRET}";'
+)
+
+
+def unchecked(value: object) -> Any:
+    """A value of the wrong type, as a DAG file nobody type-checks passes it."""
+    return value
+
+
+def spec(**changes: Any) -> dict[str, Any]:
+    raw = job_spec_dict(bootstrap_servers="127.0.0.1:9092", checkpoint="/tmp/cp")
+    raw.update(changes)
+    return raw
+
+
+def source(**changes: Any) -> dict[str, Any]:
+    raw = spec()
+    raw["source"].update(changes)
+    return raw
+
+
+# -- job spec ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        (source(options=f"kafka.sasl.jaas.config={JAAS}"), "source.options"),
+        (source(options=[JAAS]), "source.options"),
+        (spec(sink={"kind": "kafka", "topic": "t", "options": JAAS}), "sink.options"),
+        (spec(kafka_config=f"sasl.password={SECRET}"), "kafka_config"),
+        (spec(kafka_config=[SECRET]), "kafka_config"),
+    ],
+)
+def test_a_wrong_typed_secret_field_is_named_not_shown(raw: dict[str, Any], field: str) -> None:
+    with pytest.raises(JobSpecError) as err:
+        JobSpec.from_dict(raw)
+    assert f"'{field}'" in str(err.value)
+    assert SECRET not in str(err.value)
+    assert "got str" in str(err.value) or "got list" in str(err.value)
+
+
+def test_subscribe_and_assign_that_are_not_lists_are_named() -> None:
+    with pytest.raises(JobSpecError, match=r"'source\.subscribe'.*got int"):
+        JobSpec.from_dict(source(subscribe=5))
+    with pytest.raises(JobSpecError, match=r"'source\.assign\.t'.*got int"):
+        JobSpec.from_dict(source(subscribe=[], assign={"t": 5}))
+    with pytest.raises(JobSpecError, match=r"'source\.assign\.t'"):
+        JobSpec.from_dict(source(subscribe=[], assign={"t": [True]}))
+
+
+@pytest.mark.parametrize("field", ["lease_ttl_s", "drain_timeout_s"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, True])
+def test_number_fields_must_be_finite(field: str, value: float) -> None:
+    with pytest.raises(JobSpecError, match=f"'{field}'"):
+        JobSpec.from_dict(spec(**{field: value}))
+
+
+def test_nan_read_from_json_text_is_refused() -> None:
+    text = json.dumps(spec(lease_ttl_s=math.nan))
+    assert "NaN" in text
+    with pytest.raises(JobSpecError, match="'lease_ttl_s'"):
+        JobSpec.from_json(text)
+
+
+# -- the Java client options of Spark's Kafka source and sink --------------------------------
+
+
+def test_sasl_connection_settings_become_java_settings() -> None:
+    config = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": "user",
+        "sasl.password": 'pa"ss\\word',
+        "ssl.ca.location": "/ca.pem",
+        "client.id": "me",
+    }
+    options = java_client_options(config)
+    assert options["kafka.security.protocol"] == "SASL_PLAINTEXT"
+    assert options["kafka.sasl.mechanism"] == "PLAIN"
+    assert options["kafka.client.id"] == "me"
+    assert options["kafka.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="user" password="pa\\"ss\\\\word";'
+    )
+    for librdkafka_only in ("sasl.username", "sasl.password", "sasl.mechanisms", "ssl.ca.location"):
+        assert f"kafka.{librdkafka_only}" not in options
+
+
+def test_scram_and_a_written_jaas_line() -> None:
+    scram = java_client_options(
+        {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p"}
+    )
+    assert scram["kafka.sasl.mechanism"] == "SCRAM-SHA-512"
+    assert scram["kafka.sasl.jaas.config"].startswith(
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+    )
+    # A JAAS line the spec or the connection already has wins.
+    creds = {"sasl.mechanisms": "PLAIN", "sasl.username": "u", "sasl.password": "p"}
+    given = java_client_options(creds, {"kafka.sasl.jaas.config": JAAS})
+    assert "kafka.sasl.jaas.config" not in given
+    own = java_client_options({**creds, "sasl.jaas.config": JAAS})
+    assert own["kafka.sasl.jaas.config"] == JAAS
+    # No mechanism a JAAS line can be built for: none is made up.
+    assert "kafka.sasl.jaas.config" not in java_client_options(
+        {"sasl.mechanisms": "GSSAPI", "sasl.username": "u", "sasl.password": "p"}
+    )
+
+
+def test_jaas_lines_are_redacted_for_logs() -> None:
+    options = java_client_options(
+        {"sasl.mechanisms": "PLAIN", "sasl.username": "u", "sasl.password": SECRET}
+    )
+    shown = json.dumps(redact_config(options))
+    assert SECRET not in shown
+    assert SECRET not in json.dumps(redact_config({"sasl.jaas.config": JAAS}))
+
+
+# -- connections ----------------------------------------------------------------------------
+
+
+def connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, extra: object) -> str:
+    text = extra if isinstance(extra, str) else json.dumps(extra)
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "kafka", "extra": text})
+    )
+    return conn_id
+
+
+@pytest.mark.parametrize("read", [kafka_spec_config, kafka_client_config])
+def test_an_undefined_connection_is_named(read: Any) -> None:
+    with pytest.raises(InvalidInputError, match="'unit_nowhere' is not defined") as err:
+        read("unit_nowhere")
+    assert type(err.value.__cause__).__name__ == "AirflowNotFoundException"
+
+
+@pytest.mark.parametrize("read", [kafka_spec_config, kafka_client_config])
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["127.0.0.1:1", SECRET], "'extra' must be a JSON object"),
+        ("{bootstrap.servers", "'extra' is not JSON"),
+        ({"bootstrap.servers": 9092, "sasl.password": SECRET}, "'bootstrap.servers'"),
+        ({"bootstrap.servers": ["a:1"]}, "'bootstrap.servers'"),
+    ],
+)
+def test_a_malformed_connection_is_named(
+    monkeypatch: pytest.MonkeyPatch, read: Any, extra: object, named: str
+) -> None:
+    conn = connection(monkeypatch, "unit_bad", extra)
+    with pytest.raises(InvalidInputError) as err:
+        read(conn)
+    assert "'unit_bad'" in str(err.value) and named in str(err.value)
+    assert SECRET not in str(err.value)
+
+
+def test_a_good_connection_still_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = connection(
+        monkeypatch, "unit_good", {"bootstrap.servers": "127.0.0.1:1", "sasl.password": SECRET}
+    )
+    assert kafka_spec_config(conn) == ("127.0.0.1:1", {"sasl.password": SECRET})
+    assert kafka_client_config(conn)["bootstrap.servers"] == "127.0.0.1:1"
+
+
+# -- operators and sensors ----------------------------------------------------------------
+
+
+def context(**values: Any) -> Context:
+    return cast("Context", values)
+
+
+def test_unknown_if_running_is_typed_and_still_a_value_error() -> None:
+    with pytest.raises(InvalidArgumentError, match="if_running='sometimes'") as err:
+        SubmitStreamingJobOperator(task_id="s", job_spec={}, if_running="sometimes")
+    assert isinstance(err.value, ValueError)
+
+
+@pytest.mark.parametrize("operator", ["submit", "backfill"])
+def test_a_job_spec_text_that_is_not_json_is_named(
+    monkeypatch: pytest.MonkeyPatch, operator: str
+) -> None:
+    conn = connection(monkeypatch, "unit_submit", {"bootstrap.servers": "127.0.0.1:1"})
+    text = '{"job_name": "x",'
+    if operator == "submit":
+        op: Any = SubmitStreamingJobOperator(
+            task_id="s", job_spec=text, kafka_conn_id=conn, probe_bootstrap=False
+        )
+        ctx = context()
+    else:
+        import pendulum
+
+        op = KafkaBackfillOperator(
+            task_id="b", job_spec=text, kafka_conn_id=conn, output_root="/tmp/out"
+        )
+        start = pendulum.datetime(2026, 1, 1, tz="UTC")
+        ctx = context(data_interval_start=start, data_interval_end=start.add(hours=1))
+    with pytest.raises(JobSpecError, match="job_spec: not JSON"):
+        op.execute(ctx)
+
+
+def test_restore_without_a_savepoint_root_fails_with_a_typed_cause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    conn = connection(monkeypatch, "unit_restore", {"bootstrap.servers": "127.0.0.1:1"})
+    op = SubmitStreamingJobOperator(
+        task_id="s", job_spec=spec(), kafka_conn_id=conn, restore_from="latest"
+    )
+    with pytest.raises(AirflowFailException, match="savepoint_root") as err:
+        op.execute(context())
+    assert isinstance(err.value.__cause__, InvalidArgumentError)
+
+
+def stop(tmp_path: Path, **kwargs: Any) -> StopStreamingJobOperator:
+    values: dict[str, Any] = {
+        "task_id": "stop",
+        "checkpoint": str(tmp_path / "cp"),
+        "job_name": "job",
+        "savepoint_root": str(tmp_path / "sp"),
+        **kwargs,
+    }
+    return StopStreamingJobOperator(**values)
+
+
+@pytest.mark.parametrize(
+    ("handle", "named"),
+    [
+        ("pid 4242 on worker-3", "handle"),
+        ("{'pid': ", "handle"),
+        ({"pid": "driver-1"}, "handle.pid"),
+        ({"pid": -5}, "handle.pid"),
+        ("{'pid': 'x'}", "handle.pid"),
+        (42, "handle"),
+    ],
+)
+def test_a_bad_stop_handle_is_named(tmp_path: Path, handle: Any, named: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=named.replace(".", r"\.")):
+        stop(tmp_path, handle=handle).execute(context())
+    assert not (tmp_path / "cp").exists() and not (tmp_path / "sp").exists()
+
+
+def test_a_good_stop_handle_gives_the_pid(tmp_path: Path) -> None:
+    assert stop(tmp_path, handle="{'pid': 12, 'x': 1}")._pid() == 12
+    assert stop(tmp_path, handle={"pid": "13"})._pid() == 13
+    assert stop(tmp_path, handle=None)._pid() is None
+    assert stop(tmp_path, handle="")._pid() is None
+
+
+@pytest.mark.parametrize("job_name", ["../other_job", "a/b", ".hidden", ""])
+def test_a_stop_job_name_with_a_separator_writes_nothing(tmp_path: Path, job_name: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="job_name"):
+        stop(tmp_path, job_name=job_name).execute(context())
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("build", "named"),
+    [
+        (
+            lambda: KafkaPartitionReconcileOperator(
+                task_id="r", checkpoint="/cp", kafka_timeout_s=unchecked("10s")
+            ),
+            "kafka_timeout_s",
+        ),
+        (
+            lambda: KafkaPartitionReconcileOperator(
+                task_id="r", checkpoint="/cp", kafka_timeout_s=math.nan
+            ),
+            "kafka_timeout_s",
+        ),
+        (
+            lambda: StreamingHealthSensor(
+                task_id="h", checkpoint="/cp", min_new_batches=unchecked("3")
+            ),
+            "min_new_batches",
+        ),
+        (
+            lambda: StreamingHealthSensor(task_id="h", checkpoint="/cp", window_s=unchecked("abc")),
+            "window_s",
+        ),
+        (lambda: StreamingHealthSensor(task_id="h", checkpoint="/cp", window_s=0), "window_s"),
+        (
+            lambda: StreamingHealthSensor(task_id="h", checkpoint="/cp", kafka_timeout_s=-1),
+            "kafka_timeout_s",
+        ),
+        (lambda: KafkaBootstrapHealthSensor(task_id="b", timeout_s=unchecked("fast")), "timeout_s"),
+        (lambda: KafkaBootstrapHealthSensor(task_id="b", timeout_s=math.inf), "timeout_s"),
+    ],
+)
+def test_untemplated_numbers_are_checked_at_construction(build: Any, named: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=named) as err:
+        build()
+    assert isinstance(err.value, ValueError)
+
+
+def test_numbers_still_accepted() -> None:
+    sensor = StreamingHealthSensor(task_id="h", checkpoint="/cp", min_new_batches=0, window_s=5)
+    assert sensor.window_s == 5.0 and sensor.min_new_batches == 0
+    op = KafkaPartitionReconcileOperator(task_id="r", checkpoint="/cp", kafka_timeout_s=3)
+    assert op.kafka_timeout_s == 3.0
+
+
+# -- the driver's environment ---------------------------------------------------------------
+
+
+def test_the_driver_gets_no_airflow_connections_or_variables() -> None:
+    env = driver_environment(
+        {
+            "AIRFLOW_CONN_KAFKA_SASL": json.dumps({"extra": {"sasl.password": SECRET}}),
+            "AIRFLOW_VAR_TOKEN": SECRET,
+            "airflow_conn_lower": SECRET,
+            "AIRFLOW_HOME": "/airflow",
+            "PATH": "/bin",
+        }
+    )
+    assert env == {"AIRFLOW_HOME": "/airflow", "PATH": "/bin"}
