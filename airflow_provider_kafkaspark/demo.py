@@ -5,10 +5,10 @@
 2. deploy: `airflow dags test kafkaspark_deploy` submits the example job (requests per IP per
    5-second window, exactly-once Kafka sink) and waits until it is healthy;
 3. restart window: `kafkaspark_restart_window` stops the job with a savepoint, restores it
-   and waits healthy again; while the job is down a partition is added to the source topic
-   and a topic the reconcile DAG watches is deleted;
-4. reconcile: `kafkaspark_reconcile` compares the job's checkpoint with Kafka and reports
-   what it finds (the deleted topic, lag);
+   and waits healthy again; while the job is down a partition is added to the source topic;
+4. maintenance: the job is stopped, another partition is added and a topic the reconcile DAG
+   watches is deleted; `kafkaspark_reconcile` reports both (NEW_PARTITION, TOPIC_MISSING);
+   `kafkaspark_deploy` brings the job back, and it reads the new partition from its start;
 5. backfill: `kafkaspark_backfill` recomputes three one-minute intervals as bounded batch
    jobs, which must give the same per-window counts as the streaming job;
 6. the job is stopped (savepoint again) and a `read_committed` reader checks every window
@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,9 +92,21 @@ def airflow(env: dict[str, str], *args: str, timeout: float = 900) -> str:
     return output
 
 
-def dags_test(env: dict[str, str], dag_id: str, logical_date: str | None = None) -> str:
+OutputSeen = Callable[[str, str], None]
+
+
+def dags_test(
+    env: dict[str, str],
+    dag_id: str,
+    logical_date: str | None = None,
+    on_output: OutputSeen | None = None,
+) -> str:
+    """`airflow dags test`; `on_output(dag_id, output)` sees what it printed."""
     _say(f"airflow dags test {dag_id}{' ' + logical_date if logical_date else ''}")
-    return airflow(env, "dags", "test", dag_id, *([logical_date] if logical_date else []))
+    output = airflow(env, "dags", "test", dag_id, *([logical_date] if logical_date else []))
+    if on_output is not None:
+        on_output(dag_id, output)
+    return output
 
 
 def reconcile_findings(env: dict[str, str]) -> dict[str, int]:
@@ -155,8 +167,8 @@ def _trickle(bootstrap: str, events: list[AccessEvent], chunks: int, pause_s: fl
 
 
 def _during_window(bootstrap: str, checkpoint: str, since_ms: int, done: list[str]) -> None:
-    """Once the window's stop has left its stopped report: add a source partition and delete
-    the audit topic, while the job is down."""
+    """Once the window's stop has left its stopped report: add a source partition while the
+    job is down (the restore's reconciliation then finds it, and the job reads it)."""
     from confluent_kafka.admin import AdminClient, NewPartitions
 
     from airflow_provider_kafkaspark.core.control import ControlFolder
@@ -168,8 +180,7 @@ def _during_window(bootstrap: str, checkpoint: str, since_ms: int, done: list[st
         if stopped is not None and stopped.stopped_at_ms >= since_ms:
             admin = AdminClient({"bootstrap.servers": bootstrap})
             admin.create_partitions([NewPartitions(SOURCE, 4)])[SOURCE].result(60)
-            admin.delete_topics([AUDIT])[AUDIT].result(60)
-            done.append("partition added, audit topic deleted while stopped")
+            done.append("partition 3 added while the job was down")
             return
         time.sleep(0.2)
 
@@ -219,9 +230,16 @@ def backfill_counts(output_root: Path) -> Counter[tuple[int, str]]:
 
 
 def run(
-    events: int, workdir: Path, connection_extra: dict[str, str] | None = None
+    events: int,
+    workdir: Path,
+    connection_extra: dict[str, str] | None = None,
+    on_output: OutputSeen | None = None,
 ) -> dict[str, Any]:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    """The whole story in `workdir` (kept: Airflow's database and task logs are there).
+
+    `connection_extra`: more settings for the Kafka connection's extra (tests put a secret
+    there); `on_output(dag_id, output)` sees every `airflow dags test` output."""
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
     from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
     from airflow_provider_kafkaspark.core.control import now_ms
@@ -255,7 +273,7 @@ def run(
         trickle = threading.Thread(target=_trickle, args=(bootstrap, first, 40, 1.0), daemon=True)
         trickle.start()
         try:
-            dags_test(env, "kafkaspark_deploy")
+            dags_test(env, "kafkaspark_deploy", on_output=on_output)
             _say("deployed and healthy")
             window_events: list[str] = []
             watcher = threading.Thread(
@@ -264,18 +282,28 @@ def run(
                 daemon=True,
             )
             watcher.start()
-            dags_test(env, "kafkaspark_restart_window")
+            dags_test(env, "kafkaspark_restart_window", on_output=on_output)
             watcher.join(5)
             _say(f"restart window done ({'; '.join(window_events) or 'nothing changed'})")
             trickle.join(600)
             produced = len(first)
+            # Maintenance: the job is stopped; a partition is added and a watched topic
+            # deleted while it is down; the reconcile DAG reports both before it is back.
+            stop_job(
+                settings.checkpoint, requested_by="demo", reason="maintenance", drain_timeout_s=120
+            )
+            admin.create_partitions([NewPartitions(SOURCE, 5)])[SOURCE].result(60)
+            admin.delete_topics([AUDIT])[AUDIT].result(60)
+            time.sleep(2)
             produced += produce_events(bootstrap, SOURCE, second)
-            _say(f"{produced} events produced so far, the last half into 4 partitions")
-            dags_test(env, "kafkaspark_reconcile")
+            _say(f"stopped for maintenance: partition 4 added, {AUDIT} deleted; {produced} events")
+            dags_test(env, "kafkaspark_reconcile", on_output=on_output)
             findings = reconcile_findings(env)
             _say(f"reconcile findings by kind (from the task's XCom): {findings}")
+            dags_test(env, "kafkaspark_deploy", on_output=on_output)
+            _say("deployed again: the job reads the new partition from its first record")
             for date in BACKFILL_DATES:
-                dags_test(env, "kafkaspark_backfill", date)
+                dags_test(env, "kafkaspark_backfill", date, on_output)
             flush_ms = max(e.event_time_ms for e in input_events) + 60_000
             # One far-future event moves the watermark past every window of the input.
             flush = AccessEvent("255.255.255.255", flush_ms, "/flush", 200)
@@ -309,6 +337,7 @@ def run(
         "batches": (position.latest_committed or 0) + 1,
         "source_partitions_at_end": len(position.committed_offsets.get(SOURCE, {})),
         "partition_added_during_window": bool(window_events),
+        "partition_added_while_stopped": True,
         "savepoints": len(SavepointStore(settings.savepoints).list(JOB)),
         "reconcile_findings": findings,
         "windows_expected": len(expected),
