@@ -54,8 +54,13 @@ def _row(scenario: dict[str, Any]) -> str:
 
 
 def _checks(scenario: dict[str, Any]) -> str:
-    shown = ", ".join(f"`{k}`={json.dumps(v)}" for k, v in scenario["checks"].items())
+    shown = ", ".join(f"`{k}`={_short(json.dumps(v))}" for k, v in scenario["checks"].items())
     return f"- **{scenario['name']}**: {shown}" if shown else f"- **{scenario['name']}**: -"
+
+
+def _short(text: str, limit: int = 240) -> str:
+    """Long observed values (whole error messages) cut for the table; the JSON has them."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def render(results_dir: Path = RESULTS) -> str:
