@@ -26,8 +26,11 @@ TITLE = "random SIGKILLs of the example job's driver, resubmitted each time"
 SOURCE, SINK = "kills_source", "kills_sink"
 PARTITIONS = 3
 WATERMARK_MS = 10_000
-# Seconds of producing the input; the kills are spread over it and a little after.
-PRODUCE_SECONDS = 60.0
+# Seconds of producing the input per kill (at least a minute). A kill waits for the
+# restarted driver's next batch, and a job that has caught up with an input that stopped
+# arriving has none: the input must keep flowing until the last kill. A kill cycle (restart,
+# first batch, a random delay) takes 15-25 s on a 2-core machine.
+PRODUCE_SECONDS_PER_KILL = 24.0
 
 
 class EventProducer(threading.Thread):
@@ -99,7 +102,8 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
                 sink_topic=SINK,
             )
         )
-        producer = EventProducer(bootstrap, events, rate=len(events) / PRODUCE_SECONDS)
+        produce_seconds = max(60.0, PRODUCE_SECONDS_PER_KILL * profile.driver_kills)
+        producer = EventProducer(bootstrap, events, rate=len(events) / produce_seconds)
         producer.start()
         try:
             handle = stack.submit(spec, workdir / "driver")
@@ -108,6 +112,8 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             for kill in range(profile.driver_kills):
                 # A kill lands while the driver works: after it committed a new batch, at a
                 # random moment within the next few seconds (mid-batch or between batches).
+                if not producer.is_alive():
+                    result.check("input_flowing_at_every_kill", False, kill)
                 batch = stack.wait_committed_beyond(handle, checkpoint, batch, timeout_s=300)
                 time.sleep(rng.uniform(0.0, 4.0))
                 stack.kill(handle)
