@@ -78,9 +78,10 @@ class ManagedQuery:
         self._done = threading.Event()
         self.lag: LagCommitter | None = None
         if options.kafka_config is not None and options.lag_group:
-            from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+            from airflow_provider_kafkaspark.spark.lag_worker import LagCommitProcess
 
-            self.lag = LagCommitter(KafkaFacade(options.kafka_config), options.lag_group)
+            # In a child process: a librdkafka abort must not take the driver with it.
+            self.lag = LagCommitter(LagCommitProcess(options.kafka_config), options.lag_group)
         self.listener = ProgressListener(
             self.control, keep_batches=options.progress_batches, lag=self.lag
         )

@@ -16,7 +16,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
@@ -30,7 +30,7 @@ from airflow_provider_kafkaspark.core.offsets import offsets_json, parse_kafka_o
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.offsets import TopicOffsets
 
 log = logging.getLogger("kafkaspark.progress")
 
@@ -50,10 +50,16 @@ def progress_offsets(value: Any) -> ControlOffsets:
     return offsets_json(parsed)
 
 
+class GroupOffsetCommitter(Protocol):
+    """What makes the commits: a KafkaFacade, or spark.lag_worker.LagCommitProcess."""
+
+    def commit_group_offsets(self, group_id: str, offsets: TopicOffsets) -> None: ...
+
+
 class LagCommitter:
     """Commits end offsets to the lag group on one background thread, in batch order."""
 
-    def __init__(self, kafka: KafkaFacade, group: str) -> None:
+    def __init__(self, kafka: GroupOffsetCommitter, group: str) -> None:
         self.kafka = kafka
         self.group = group
         self.ok = 0
@@ -95,6 +101,9 @@ class LagCommitter:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        close = getattr(self.kafka, "close", None)
+        if callable(close):
+            close()
 
 
 class ProgressListener(StreamingQueryListener):
