@@ -21,6 +21,9 @@ from airflow_provider_kafkaspark.core.control import (
     Lease,
     StoppedReport,
     StopRequest,
+    SubmittedMarker,
+    now_ms,
+    start_pending,
 )
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.offsets import (
@@ -39,7 +42,12 @@ from airflow_provider_kafkaspark.core.reconcile import (
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
 from airflow_provider_kafkaspark.core.savepoint import SavepointManifest, SavepointStore
-from airflow_provider_kafkaspark.errors import KafkaSparkError, LeaseHeldError, SavepointError
+from airflow_provider_kafkaspark.errors import (
+    KafkaSparkError,
+    LeaseHeldError,
+    RefusedError,
+    SavepointError,
+)
 from airflow_provider_kafkaspark.local.process import holder_gone, pid_alive
 
 log = logging.getLogger(__name__)
@@ -53,7 +61,7 @@ class JobRunningError(LeaseHeldError):
     """A live driver holds the job's checkpoint and the caller asked not to replace it."""
 
 
-class StopTimeoutError(KafkaSparkError):
+class StopTimeoutError(RefusedError):
     """The driver did not stop within the bound and a forced kill was not allowed."""
 
 
@@ -64,11 +72,12 @@ class RestoreRefusedError(SavepointError):
 def live_lease(checkpoint: str) -> Lease | None:
     """The lease of a driver that may still run on `checkpoint`, or None.
 
-    A fresh lease whose holder ran on this host and is gone (a crash a moment ago) is not
-    live: the next driver takes it over (spark/managed.py), so a restart right after a
-    crash need not wait the lease out."""
-    lease = ControlFolder(checkpoint).read_lease()
-    if lease is None or not lease.is_fresh():
+    A lease whose holder wrote its stopped report is over (`ControlFolder.live_lease`). A
+    fresh lease whose holder ran on this host and is gone (a crash a moment ago) is not
+    live either: the next driver takes it over (spark/managed.py), so a restart right after
+    a crash need not wait the lease out."""
+    lease = ControlFolder(checkpoint).live_lease()
+    if lease is None:
         return None
     if holder_gone(lease.host, lease.pid):
         log.info("the lease on %s is held by pid %d, gone from this host", checkpoint, lease.pid)
@@ -156,14 +165,32 @@ def restore_for_submit(
     return dataclasses.replace(spec, source=source), summary
 
 
+def starting_driver(checkpoint: str) -> SubmittedMarker | None:
+    """The submitted marker of a driver that may still be starting (no lease taken yet)."""
+    control = ControlFolder(checkpoint)
+    marker = control.read_submitted()
+    if marker is None:
+        return None
+    gone = marker.pid is not None and holder_gone(marker.host, marker.pid)
+    if start_pending(marker, control.read_lease(), control.read_stopped(), now_ms(), gone):
+        return marker
+    return None
+
+
 def submit_local(
     spec: JobSpec,
     workdir: str,
     *,
     master: str,
     restart_policy: RestartPolicy | None,
+    submitted_by: str = "kafkaspark",
 ) -> dict[str, Any]:
-    """Start the job's driver as a detached local process; the handle is small and durable."""
+    """Start the job's driver as a detached local process; the handle is small and durable.
+
+    The handle's `pid` is the launcher's (the supervisor with a restart policy, else the
+    runner): signalling it reaches the driver; the driver's own pid is in the lease."""
+    import socket
+
     from airflow_provider_kafkaspark.local.jobs import start_local_job
 
     since = latest_committed(spec.checkpoint_location)
@@ -173,8 +200,29 @@ def submit_local(
         # for is gone, and the new driver would stop at once.
         log.info("clearing a stop request left by an earlier driver")
         control.clear_stop_request()
+    submitted_at = now_ms()
     handle = start_local_job(spec, Path(workdir), master=master, restart_policy=restart_policy)
+    control.write_submitted(
+        SubmittedMarker(
+            submitted_at_ms=submitted_at,
+            job_name=spec.job_name,
+            submitted_by=submitted_by,
+            host=socket.gethostname(),
+            pid=handle.pid,
+            log_file=handle.log_file,
+        )
+    )
     return {"mode": "local", **handle.to_dict(), "since_batch": since}
+
+
+@dataclasses.dataclass(frozen=True)
+class StopStarted:
+    """A stop request written, and how long its stopper waits for the stopped report: the
+    drain bound, the grace to write the report and exit, and what remains of a pending
+    driver start."""
+
+    request: StopRequest
+    wait_s: float
 
 
 def begin_stop(
@@ -184,28 +232,54 @@ def begin_stop(
     reason: str,
     drain_timeout_s: float,
     pid: int | None = None,
-) -> StopRequest | None:
-    """Write a stop request; None when no driver runs (nothing to stop)."""
+) -> StopStarted | None:
+    """Write a stop request; None when no driver runs or is starting (nothing to stop).
+
+    A driver submitted but not yet holding the lease is waited for: it honours the request
+    as soon as its query starts."""
     from airflow_provider_kafkaspark.local.jobs import request_stop
 
+    wait_s = drain_timeout_s + STOP_GRACE_S
     if live_lease(checkpoint) is None and not pid_alive(pid):
-        log.info("no live driver on %s: nothing to stop", checkpoint)
-        return None
-    return request_stop(
+        marker = starting_driver(checkpoint)
+        if marker is None:
+            log.info("no live driver on %s: nothing to stop", checkpoint)
+            return None
+        remaining_ms = marker.submitted_at_ms + marker.startup_timeout_ms - now_ms()
+        wait_s += max(0.0, remaining_ms / 1000)
+        log.info(
+            "the driver of %s submitted at %d is still starting: it stops once it runs",
+            marker.job_name,
+            marker.submitted_at_ms,
+        )
+    request = request_stop(
         checkpoint, requested_by=requested_by, reason=reason, drain_timeout_s=drain_timeout_s
     )
+    return StopStarted(request, wait_s)
 
 
 def check_stop(checkpoint: str, requested_at_ms: int, pid: int | None) -> StoppedReport | None:
     """The stopped report answering a request made at `requested_at_ms`, or None while the
-    driver drains; raises when the driver is gone without one."""
+    driver drains or starts; raises when the driver is gone without one. The report is
+    written before the lease is released, so the checkpoint is free once it is there."""
     stopped = ControlFolder(checkpoint).read_stopped()
     if stopped is not None and stopped.stopped_at_ms >= requested_at_ms:
         _wait_gone(pid, 30)
         return stopped
-    if live_lease(checkpoint) is None and not pid_alive(pid):
-        raise StopTimeoutError(f"{checkpoint}: the driver exited without a stopped report")
+    if (
+        live_lease(checkpoint) is None
+        and not pid_alive(pid)
+        and starting_driver(checkpoint) is None
+    ):
+        raise StopTimeoutError(
+            f"{checkpoint}: the driver exited without a stopped report" + _log_hint(checkpoint)
+        )
     return None
+
+
+def _log_hint(checkpoint: str) -> str:
+    marker = ControlFolder(checkpoint).read_submitted()
+    return f" (driver log: {marker.log_file})" if marker and marker.log_file else ""
 
 
 def force_stop(checkpoint: str, drain_timeout_s: float, pid: int | None, allowed: bool) -> None:
@@ -233,18 +307,18 @@ def stop_job(
     """Ask the driver to stop and wait for its stopped report; kill it only if allowed.
 
     Returns None when no driver was running or it had to be killed."""
-    request = begin_stop(
+    started = begin_stop(
         checkpoint,
         requested_by=requested_by,
         reason=reason,
         drain_timeout_s=drain_timeout_s,
         pid=pid,
     )
-    if request is None:
+    if started is None:
         return None
-    deadline = time.monotonic() + drain_timeout_s + STOP_GRACE_S
+    deadline = time.monotonic() + started.wait_s
     while time.monotonic() < deadline:
-        stopped = check_stop(checkpoint, request.requested_at_ms, pid)
+        stopped = check_stop(checkpoint, started.request.requested_at_ms, pid)
         if stopped is not None:
             return stopped
         time.sleep(poll_s)

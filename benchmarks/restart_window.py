@@ -263,7 +263,6 @@ class Round:
 def _savepoint_path(setup: Setup, name: str) -> PathRun:
     from airflow_provider_kafkaspark.core.savepoint import SavepointStore
     from airflow_provider_kafkaspark.lifecycle import (
-        STOP_GRACE_S,
         begin_stop,
         check_stop,
         restore_for_submit,
@@ -278,18 +277,18 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
         handle = job.start()
         request_batch = _last(_batch_ids(job.checkpoint, "commits"))
         t0 = time.time()
-        request = begin_stop(
+        started = begin_stop(
             str(job.checkpoint),
             requested_by="benchmark:restart_window",
             reason="restart window",
             drain_timeout_s=DRAIN_TIMEOUT_S,
             pid=handle.pid,
         )
-        if request is None:
+        if started is None:
             raise RuntimeError(f"{name}: no live driver to stop")
-        deadline = time.monotonic() + DRAIN_TIMEOUT_S + STOP_GRACE_S
+        deadline = time.monotonic() + started.wait_s
         cp = str(job.checkpoint)
-        while (stopped := check_stop(cp, request.requested_at_ms, handle.pid)) is None:
+        while (stopped := check_stop(cp, started.request.requested_at_ms, handle.pid)) is None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name}: driver {handle.pid} did not stop")
             time.sleep(setup.poll_s)
@@ -331,9 +330,9 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
             **_start_split(new, submitted, t1),
         }
         count = job.finish(new, batch)
-        started = time.perf_counter()
+        verify_began = time.perf_counter()
         verified = SavepointStore(savepoints).verify(manifest.savepoint_id)
-        verify_s = time.perf_counter() - started
+        verify_s = time.perf_counter() - verify_began
         return PathRun(
             t1 - t0,
             phases,

@@ -82,6 +82,11 @@ class CheckpointPosition:
     committed: OffsetLogEntry | None  # the offsets entry of the latest committed batch
     commit: CommitLogEntry | None
 
+    @classmethod
+    def empty(cls, url: str) -> CheckpointPosition:
+        """The position of a query that never wrote its checkpoint."""
+        return cls(url, "", None, None, None, None, None, None, None)
+
     @property
     def pending_batch(self) -> int | None:
         """The planned batch Spark will re-run on restart (planned, not committed)."""

@@ -1,8 +1,12 @@
 """The control folder `_kafkaspark/` inside a checkpoint location; Spark ignores it.
 
 The Spark driver writes the lease, the stopped report and the progress file; operators and
-the CLI write the stop request and read the rest. Every write is atomic (temp file, then
-rename), so a reader never sees half a file.
+the CLI write the stop request and the submitted marker and read the rest. Every write is
+atomic (temp file, then rename), so a reader never sees half a file.
+
+A stopped report signed by the lease's holder ends that lease: the driver writes the report
+once its query has stopped and removes the lease only after it, so a reader that sees the
+report may act on the checkpoint at once (`ControlFolder.live_lease`), with or without a pid.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ LEASE_FILE = "lease.json"
 STOP_REQUEST_FILE = "stop-request.json"
 STOPPED_FILE = "stopped.json"
 PROGRESS_FILE = "progress.json"
+SUBMITTED_FILE = "submitted.json"
+SUPERVISOR_FILE = "supervisor.json"
 DEFAULT_LEASE_TTL_MS = 30_000
 
 T = TypeVar("T")
@@ -98,6 +104,45 @@ class StoppedReport:
     offsets: dict[str, dict[str, int]] = field(default_factory=dict)
     owner_id: str | None = None
     message: str = ""
+    # The driver's exit code: 4 (bad job) is final, the supervisor does not restart it.
+    exit_code: int | None = None
+
+    def describe(self) -> str:
+        at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.stopped_at_ms / 1000))
+        text = (
+            f"the driver stopped at {at} ({self.reason}; last committed batch "
+            f"{self.last_committed_batch}, {'clean' if self.clean else 'not clean'})"
+        )
+        return f"{text}: {self.message}" if self.message else text
+
+
+@dataclass(frozen=True)
+class SubmittedMarker:
+    """Left by a submit before the driver starts. A driver takes the lease only once Spark is
+    up (tens of seconds); a stop issued in between sees this and waits for the driver instead
+    of finding nothing to stop. `log_file` is where the driver writes, for error messages."""
+
+    submitted_at_ms: int
+    job_name: str
+    submitted_by: str
+    host: str
+    pid: int | None = None  # the local launcher's process on `host`; None for cluster submits
+    log_file: str | None = None
+    startup_timeout_ms: int = 300_000
+
+
+@dataclass(frozen=True)
+class SupervisorState:
+    """What the local supervisor says of its runner; `ended` once it restarts no more."""
+
+    attempt: int
+    runner_pid: int
+    started_at_ms: int
+    policy: dict[str, Any] = field(default_factory=dict)
+    last_exit: int | None = None
+    exited_at_ms: int | None = None
+    gave_up: bool | None = None
+    ended: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,6 +246,24 @@ class ControlFolder:
         if current is not None and current.owner_id == lease.owner_id:
             self._remove(LEASE_FILE)
 
+    def live_lease(self, at_ms: int | None = None) -> Lease | None:
+        """The lease of a driver that may still run, or None: no lease, an expired one, or
+        one whose holder has written its stopped report (its query has stopped; the lease
+        file goes right after)."""
+        lease = self.read_lease()
+        if lease is None or not lease.is_fresh(at_ms):
+            return None
+        stopped = self.read_stopped()
+        if stopped is not None and stopped.owner_id == lease.owner_id:
+            return None
+        return lease
+
+    def finish(self, lease: Lease, report: StoppedReport) -> None:
+        """The driver's last step, in this order: the report (which ends the lease for every
+        reader), then the lease file."""
+        self.write_stopped(report)
+        self.release_lease(lease)
+
     # -- stop request / stopped report -------------------------------------------------
 
     def request_stop(self, request: StopRequest) -> None:
@@ -221,6 +284,20 @@ class ControlFolder:
     def clear_stopped(self) -> None:
         self._remove(STOPPED_FILE)
 
+    # -- submitted marker / supervisor --------------------------------------------------
+
+    def write_submitted(self, marker: SubmittedMarker) -> None:
+        self._write(SUBMITTED_FILE, marker)
+
+    def read_submitted(self) -> SubmittedMarker | None:
+        return self._read(SUBMITTED_FILE, SubmittedMarker)
+
+    def write_supervisor(self, state: SupervisorState) -> None:
+        self._write(SUPERVISOR_FILE, state)
+
+    def read_supervisor(self) -> SupervisorState | None:
+        return self._read(SUPERVISOR_FILE, SupervisorState)
+
     # -- progress ----------------------------------------------------------------------
 
     def write_progress(self, progress: ProgressFile) -> None:
@@ -228,6 +305,25 @@ class ControlFolder:
 
     def read_progress(self) -> ProgressFile | None:
         return self._read(PROGRESS_FILE, ProgressFile)
+
+
+def start_pending(
+    marker: SubmittedMarker | None,
+    lease: Lease | None,
+    stopped: StoppedReport | None,
+    at_ms: int,
+    launcher_gone: bool = False,
+) -> bool:
+    """True while a submitted driver may still be starting: a marker younger than its startup
+    bound, no lease taken and no stopped report written since, and its launcher (when it ran
+    on this host) still running."""
+    if marker is None or launcher_gone:
+        return False
+    if at_ms - marker.submitted_at_ms > marker.startup_timeout_ms:
+        return False
+    if lease is not None and lease.started_at_ms >= marker.submitted_at_ms:
+        return False
+    return not (stopped is not None and stopped.stopped_at_ms >= marker.submitted_at_ms)
 
 
 def _from_dict(kind: type[T], raw: Any, where: str) -> T:

@@ -8,7 +8,10 @@ the stopped report of the control folder, and the time. Rules, in this order:
    - a `stopped.json` of the watched run: written by the lease's own holder, by a driver this
      watch saw holding the lease, or, when no live driver holds the lease, written at or
      after `since_ms` (when given) or naming a committed batch after `since_batch`; a stopped
-     report from an earlier run (a new driver is starting) is ignored;
+     report from an earlier run (a new driver is starting) is ignored. A bad job (exit 4:
+     an unimportable transformation, SQL that does not parse, a missing topic) says why;
+   - the local supervisor ended after the watch started (its restart budget is spent, or
+     its runner exited for good): no driver will come back;
    - with `lease_required`: no fresh lease once this watch saw one, an expired lease taken
      after the watch started, or no fresh lease at all after `startup_grace_ms` (a driver
      takes the lease a while after it is submitted: Spark must start first).
@@ -18,7 +21,9 @@ the stopped report of the control folder, and the time. Rules, in this order:
    driver restarting from a checkpoint with a backlog plans no batch until Spark is up);
    REWOUND always is.
 3. healthy: at least `min_new_batches` batches committed after `since_batch`, and the health
-   status is OK.
+   status is OK; or idle: the status is OK, a driver of this run holds the lease, and the
+   checkpoint is at the end of every partition (lag 0). Spark runs no batch without input,
+   so a job on a quiet topic would otherwise never look healthy.
 4. waiting otherwise (UNKNOWN, LAGGING not in `fail_on`, too few new batches, no lease yet).
 
 Observations are kept only as far back as the window needs, and only from the current
@@ -27,12 +32,16 @@ driver: when another driver takes the lease, the history starts again.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from airflow_provider_kafkaspark.core.control import Lease, StoppedReport
+from airflow_provider_kafkaspark.core.control import (
+    Lease,
+    StoppedReport,
+    SubmittedMarker,
+    SupervisorState,
+)
 from airflow_provider_kafkaspark.core.health import (
     HealthPolicy,
     HealthReport,
@@ -212,9 +221,13 @@ class HealthWatch:
         lease: Lease | None,
         stopped: StoppedReport | None,
         now_ms: int,
+        *,
+        supervisor: SupervisorState | None = None,
+        submitted: SubmittedMarker | None = None,
     ) -> WatchDecision:
         """The decision after one poll. `observation` is None while the checkpoint has no
-        position yet (the driver has not written it)."""
+        position yet (the driver has not written it). `submitted` names the driver log that a
+        failure points to."""
         if self._started_ms is None:
             self._started_ms = now_ms
         fresh = lease is not None and lease.is_fresh(now_ms)
@@ -223,8 +236,12 @@ class HealthWatch:
         if observation is not None:
             self._remember(observation)
 
-        gone = self._driver_gone(lease, fresh, stopped, now_ms)
+        gone = self._driver_gone(lease, fresh, stopped, now_ms) or self._supervision_ended(
+            supervisor
+        )
         if gone is not None:
+            if submitted is not None and submitted.log_file:
+                gone += f" (driver log: {submitted.log_file})"
             return self._decide("failed", f"driver gone: {gone}", self._report_or_none())
 
         if not self._observations:
@@ -249,6 +266,14 @@ class HealthWatch:
             return self._decide("failed", f"health {status.value}: {report.reason}", report, new)
         if status is HealthStatus.OK and new >= self.min_new_batches:
             return self._decide("healthy", f"{progress}; health OK: {report.reason}", report, new)
+        if status is HealthStatus.OK and fresh and self._idle_at_end(lease):
+            return self._decide(
+                "healthy",
+                f"idle: a live driver holds the lease and the checkpoint is at the end of "
+                f"every partition (lag 0); {progress}; health OK: {report.reason}",
+                report,
+                new,
+            )
         if self.lease_required and not fresh:
             progress += "; no driver holds the lease yet"
         return self._decide(
@@ -300,6 +325,27 @@ class HealthWatch:
         kept.sort(key=lambda o: o.at_ms)
         self._observations = kept[-MAX_OBSERVATIONS:]
 
+    def _idle_at_end(self, lease: Lease | None) -> bool:
+        """Lag 0 at the newest observation, read by the driver of this run."""
+        if lease is None or self._owner is None or lease.owner_id != self._owner.owner_id:
+            return False
+        if self.since_ms is not None and lease.started_at_ms < self.since_ms:
+            return False
+        newest = self._observations[-1]
+        return newest.latest_committed is not None and newest.lag_records == 0
+
+    def _supervision_ended(self, supervisor: SupervisorState | None) -> str | None:
+        if supervisor is None or not supervisor.ended or supervisor.exited_at_ms is None:
+            return None
+        since = self.since_ms if self.since_ms is not None else self._started_ms
+        if since is not None and supervisor.exited_at_ms < since:
+            return None  # an earlier run's supervisor
+        why = "its restart budget is spent" if supervisor.gave_up else "supervision ended"
+        return (
+            f"the local supervisor ended after {supervisor.attempt} driver start(s): {why} "
+            f"(last exit {supervisor.last_exit})"
+        )
+
     def _in_startup(self, now_ms: int) -> bool:
         anchors = [now_ms if self._started_ms is None else self._started_ms]
         if self._owner is not None:
@@ -310,7 +356,7 @@ class HealthWatch:
         self, lease: Lease | None, fresh: bool, stopped: StoppedReport | None, now_ms: int
     ) -> str | None:
         if stopped is not None and self._stopped_counts(stopped, lease, fresh):
-            return _describe_stopped(stopped)
+            return stopped.describe()
         if not self.lease_required or fresh:
             return None
         started = self._started_ms if self._started_ms is not None else now_ms
@@ -347,12 +393,3 @@ class HealthWatch:
 
 def _batch(batch_id: int | None) -> int:
     return -1 if batch_id is None else batch_id
-
-
-def _describe_stopped(stopped: StoppedReport) -> str:
-    at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(stopped.stopped_at_ms / 1000))
-    text = (
-        f"the driver stopped at {at} ({stopped.reason}; last committed batch "
-        f"{stopped.last_committed_batch}, {'clean' if stopped.clean else 'not clean'})"
-    )
-    return f"{text}: {stopped.message}" if stopped.message else text

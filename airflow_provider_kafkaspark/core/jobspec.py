@@ -203,6 +203,9 @@ class JobSpec:
     checkpoint_location: str
     transformation: str | None = None  # "package.module:function", DataFrame -> DataFrame
     sql: str | None = None  # over the temp view `source`
+    # Folders, .zip, .egg or .whl files put on the driver's and executors' Python path, so the
+    # driver (a separate process) finds the transformation's module; see core/job_code.py.
+    python_path: tuple[str, ...] = ()
     trigger_interval: str = "5 seconds"  # or "availableNow"
     spark_conf: dict[str, str] = field(default_factory=dict)
     kafka_config: dict[str, str] = field(default_factory=dict)  # client security settings
@@ -223,6 +226,9 @@ class JobSpec:
             raise _fail("transformation", "give a transformation or sql, not both")
         if self.transformation and not _CALLABLE.match(self.transformation):
             raise _fail("transformation", f"{self.transformation!r} is not 'module:function'")
+        for i, entry in enumerate(self.python_path):
+            if not isinstance(entry, str) or not entry.strip():
+                raise _fail(f"python_path[{i}]", "must be a non-empty path or URL")
         if self.trigger_interval != "availableNow" and not _INTERVAL.match(self.trigger_interval):
             raise _fail(
                 "trigger_interval", f"{self.trigger_interval!r}: e.g. '5 seconds' or 'availableNow'"
@@ -257,6 +263,7 @@ class JobSpec:
 
     def to_dict(self, *, redact: bool = False) -> dict[str, Any]:
         raw = asdict(self)
+        raw["python_path"] = list(self.python_path)
         raw["source"]["subscribe"] = list(self.source.subscribe)
         raw["source"]["assign"] = {t: list(p) for t, p in self.source.assign.items()}
         if redact:
@@ -276,6 +283,10 @@ class JobSpec:
         for required in ("job_name", "source", "sink", "checkpoint_location"):
             if required not in values:
                 raise _fail(required, "missing")
+        if isinstance(values.get("python_path"), str):
+            values["python_path"] = [values["python_path"]]
+        if isinstance(values.get("python_path"), list):
+            values["python_path"] = tuple(values["python_path"])
         source = _known(KafkaSourceSpec, values["source"], "source.")
         if "subscribe" in source:
             subscribe = source["subscribe"]

@@ -133,8 +133,8 @@ def _restore_checkpoint(
     store.require_verified(sid)
     backup: Location | None = None
     if not _is_empty(target):
-        lease = ControlFolder(target).read_lease()
-        if lease is not None and lease.is_fresh():
+        lease = ControlFolder(target).live_lease()
+        if lease is not None:
             raise LeaseHeldError(
                 f"{target.url}: a live driver holds this checkpoint ({lease.describe()}); "
                 f"stop it before restoring over it"

@@ -286,8 +286,8 @@ class SavepointStore:
         savepoint_id: str | None = None,
     ) -> SavepointManifest:
         reader = CheckpointReader(checkpoint)
-        lease = ControlFolder(reader.location).read_lease()
-        if lease is not None and lease.is_fresh():
+        lease = ControlFolder(reader.location).live_lease()
+        if lease is not None:
             if not force:
                 raise LeaseHeldError(
                     f"{reader.url}: a live driver holds this checkpoint "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest, now_ms
+from airflow_provider_kafkaspark.core.job_code import driver_python_path
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.local.process import pid_alive
@@ -83,6 +84,10 @@ def start_local_job(
     spec_file = write_spec_file(spec, workdir)
     log_file = spec_file.with_name(spec_file.name.replace(".spec.json", ".log"))
     child_env = {**driver_environment(), **python_env(), **(env or {})}
+    python_path = driver_python_path(spec, child_env.get("PYTHONPATH"))
+    if python_path:
+        # The driver, its JVM and the Python workers it forks all inherit it.
+        child_env["PYTHONPATH"] = python_path
     with open(log_file, "ab") as log:
         command = [sys.executable, "-m", "airflow_provider_kafkaspark.spark.runner"]
         if restart_policy is not None:

@@ -6,12 +6,14 @@ It restarts the runner when it failed or died (exit 1, or killed by a signal); a
 (0), a stop that did not drain (2), a live lease elsewhere (3) and a bad spec (4) end
 supervision. SIGTERM is
 passed on to the runner, which drains and stops. Its state is kept in the control folder
-(`supervisor.json`) for sensors and people.
+(`supervisor.json`, `core.control.SupervisorState`): health sensors read `ended` to fail at
+once when no restart will come.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import signal
@@ -22,12 +24,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_kafkaspark.core.control import ControlFolder, now_ms
+from airflow_provider_kafkaspark.core.control import ControlFolder, SupervisorState, now_ms
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartBudget, RestartPolicy
 
 log = logging.getLogger("kafkaspark.supervisor")
-SUPERVISOR_FILE = "supervisor.json"
 FINAL_EXITS = frozenset({0, 2, 3, 4})  # see spark/runner.py
 
 
@@ -67,24 +68,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.master,
             ]
         )
-        state: dict[str, Any] = {
-            "attempt": attempts,
-            "runner_pid": child.pid,
-            "started_at_ms": now_ms(),
-            "policy": policy.to_dict(),
-        }
-        control.location.write_atomic(json.dumps(state), SUPERVISOR_FILE)
+        state = SupervisorState(
+            attempt=attempts,
+            runner_pid=child.pid,
+            started_at_ms=now_ms(),
+            policy=policy.to_dict(),
+        )
+        control.write_supervisor(state)
         code = child.wait()
-        state.update(last_exit=code, exited_at_ms=now_ms())
+        state = dataclasses.replace(state, last_exit=code, exited_at_ms=now_ms())
         if stopping.is_set() or code in FINAL_EXITS:
-            state["gave_up"] = False
-            control.location.write_atomic(json.dumps(state), SUPERVISOR_FILE)
+            control.write_supervisor(dataclasses.replace(state, gave_up=False, ended=True))
             log.info("runner exited with %d: supervision ends", code)
             return code
         delay = budget.next_delay(time.monotonic())
         if delay is None:
-            state["gave_up"] = True
-            control.location.write_atomic(json.dumps(state), SUPERVISOR_FILE)
+            control.write_supervisor(dataclasses.replace(state, gave_up=True, ended=True))
             log.error(
                 "runner failed %d times within %.0fs: giving up (restart policy %s)",
                 policy.max_restarts + 1,
@@ -92,8 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 policy.to_dict(),
             )
             return code
+        control.write_supervisor(state)
         log.warning("runner failed (exit %d): restart %d in %.1fs", code, attempts, delay)
         if stopping.wait(delay):
+            control.write_supervisor(dataclasses.replace(state, gave_up=False, ended=True))
             return code
         budget.record(time.monotonic())
 

@@ -13,8 +13,15 @@ starts, so a second driver on the same checkpoint never touches it.
 
 Stop: a stop request file in the control folder (or SIGTERM) makes the driver wait until no
 batch is in flight, stop the query, write `stopped.json` and return 0. A stop that cannot
-drain within `drain_timeout_s` interrupts the query, says so in `stopped.json` and returns
-`EXIT_NOT_DRAINED`; Spark re-runs the interrupted batch on restart.
+drain within the request's `drain_timeout_s` (SIGTERM: the options' value) interrupts the
+query, says so in `stopped.json` and returns `EXIT_NOT_DRAINED`; Spark re-runs the
+interrupted batch on restart. `stopped.json` is written after the query has stopped and
+before the lease is released, so it alone tells a reader that the checkpoint is free.
+
+A bad job (a transformation that cannot be imported, SQL that does not parse, a topic that
+does not exist, a schema the sink cannot write: `InvalidInputError` or Spark's
+`AnalysisException`) ends with `EXIT_BAD_JOB` and a stopped report giving the reason;
+supervisors do not restart it, since it would fail the same way again.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.checkpoint import CheckpointPosition, CheckpointReader
 from airflow_provider_kafkaspark.core.control import (
     ControlFolder,
     Lease,
@@ -35,7 +42,7 @@ from airflow_provider_kafkaspark.core.control import (
     now_ms,
 )
 from airflow_provider_kafkaspark.core.offsets import offsets_json
-from airflow_provider_kafkaspark.errors import KafkaSparkError, LeaseHeldError
+from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError, LeaseHeldError
 from airflow_provider_kafkaspark.local.process import holder_gone
 from airflow_provider_kafkaspark.spark.progress import LagCommitter, ProgressListener
 
@@ -49,6 +56,7 @@ EXIT_STOPPED = 0
 EXIT_FAILED = 1
 EXIT_NOT_DRAINED = 2
 EXIT_LEASE_HELD = 3
+EXIT_BAD_JOB = 4
 LISTENER_CATCH_UP_S = 10.0
 POLL_S = 1  # seconds between looks at the stop request (awaitTermination takes int)
 
@@ -74,8 +82,12 @@ class ManagedQuery:
         self.stop_reason: str | None = None
         self.committed_at_start: int | None = None
         self.lost_lease = False
+        self.drain_timeout_s = options.drain_timeout_s
+        self.bad_job: BaseException | None = None
         self._stop_event = threading.Event()
         self._done = threading.Event()
+        self._heartbeat_thread: threading.Thread | None = None
+        self._finished = False
         self.lag: LagCommitter | None = None
         if options.kafka_config is not None and options.lag_group:
             from airflow_provider_kafkaspark.spark.lag_worker import LagCommitProcess
@@ -102,15 +114,23 @@ class ManagedQuery:
             )
         # A stop request already there is honoured: it may have been written between the
         # submit and this start. Submitters clear stale ones before they start a driver.
-        heartbeat = threading.Thread(target=self._heartbeat, name="kafkaspark-lease", daemon=True)
-        heartbeat.start()
+        self._heartbeat_thread = threading.Thread(
+            target=self._heartbeat, name="kafkaspark-lease", daemon=True
+        )
+        self._heartbeat_thread.start()
         if self.options.handle_sigterm and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_sigterm)
         self.spark.streams.addListener(self.listener)
         reader = CheckpointReader(self.options.checkpoint)
         self.committed_at_start = reader.position().latest_committed if reader.exists() else None
         try:
-            query = start()
+            try:
+                query = start()
+            except Exception as exc:
+                if not is_bad_job(exc):
+                    raise
+                self.record_bad_job(exc)
+                return self._finish("bad job", EXIT_BAD_JOB, describe_error(exc))
             self.listener.watch(str(query.id))
             log.info(
                 "query %s started for job %s (checkpoint %s, lease %s)",
@@ -121,12 +141,18 @@ class ManagedQuery:
             )
             return self._supervise(query)
         finally:
-            self._done.set()
+            self._stop_heartbeat()
             self.spark.streams.removeListener(self.listener)
             if self.lag is not None:
                 self.lag.close()
-            if not self.lost_lease:
+            if not self.lost_lease and not self._finished:
                 self.control.release_lease(self.lease)
+
+    def record_bad_job(self, exc: BaseException) -> None:
+        """Called by the sink (or `start`) with an error that re-running cannot heal; the
+        query's failure is then reported as a bad job."""
+        if self.bad_job is None:
+            self.bad_job = exc
 
     # -- supervision ------------------------------------------------------------------------
 
@@ -140,10 +166,12 @@ class ManagedQuery:
             # The checkpoint and its control folder now belong to the other driver.
             log.error("exiting without a stopped report: the lease was taken over")
             return EXIT_FAILED
+        if self.bad_job is not None:
+            return self._finish("bad job", EXIT_BAD_JOB, describe_error(self.bad_job))
         if error is not None:
-            return self._finish(query, "query failed", EXIT_FAILED, str(error)[:2000])
+            return self._finish("query failed", EXIT_FAILED, str(error)[:2000])
         # availableNow / once triggers end by themselves when the input is drained.
-        return self._finish(query, "query finished", EXIT_STOPPED, "")
+        return self._finish("query finished", EXIT_STOPPED, "")
 
     def _stop_requested(self) -> bool:
         try:
@@ -154,12 +182,14 @@ class ManagedQuery:
         if request is None:
             return False
         self.stop_reason = f"stop request by {request.requested_by}: {request.reason}"
+        # One drain bound: the one the stopper wrote, which it also waits by.
+        self.drain_timeout_s = request.drain_timeout_s
         return True
 
     def _graceful_stop(self, query: StreamingQuery) -> int:
         reason = self.stop_reason or "SIGTERM"
         log.info("stopping gracefully (%s): waiting for the batch in flight", reason)
-        deadline = time.monotonic() + self.options.drain_timeout_s
+        deadline = time.monotonic() + self.drain_timeout_s
         while query.isActive:
             status = query.status
             if not status.get("isTriggerActive", False):
@@ -168,21 +198,21 @@ class ManagedQuery:
             if time.monotonic() > deadline:
                 log.error(
                     "no quiet moment within %.0fs: interrupting the batch in flight",
-                    self.options.drain_timeout_s,
+                    self.drain_timeout_s,
                 )
                 query.stop()
                 return self._finish(
-                    query,
                     reason,
                     EXIT_NOT_DRAINED,
-                    f"could not drain within {self.options.drain_timeout_s:g}s; "
+                    f"could not drain within {self.drain_timeout_s:g}s; "
                     f"the interrupted batch re-runs on restart",
                 )
             time.sleep(0.02)
-        return self._finish(query, reason, EXIT_STOPPED, "drained")
+        return self._finish(reason, EXIT_STOPPED, "drained")
 
-    def _finish(self, query: StreamingQuery, reason: str, code: int, message: str) -> int:
-        position = CheckpointReader(self.options.checkpoint).position()
+    def _finish(self, reason: str, code: int, message: str) -> int:
+        reader = CheckpointReader(self.options.checkpoint)
+        position = reader.position() if reader.exists() else CheckpointPosition.empty(reader.url)
         clean = position.pending_batch is None
         ran_a_batch = position.latest_committed is not None and (
             self.committed_at_start is None or position.latest_committed > self.committed_at_start
@@ -200,7 +230,14 @@ class ManagedQuery:
             self.lag.flush()
             if self.lag.last_committed != offsets:
                 self.lag.commit(offsets)
-        self.control.write_stopped(
+        if self._stop_event.is_set() or self.stop_reason:
+            # Answered by the report below; cleared first, so that no request written after
+            # the report (for a next driver) is lost.
+            self.control.clear_stop_request()
+        # No heartbeat may rewrite the lease once the report says the driver is done.
+        self._stop_heartbeat()
+        self.control.finish(
+            self.lease,
             StoppedReport(
                 stopped_at_ms=now_ms(),
                 reason=reason,
@@ -210,8 +247,10 @@ class ManagedQuery:
                 offsets=offsets,
                 owner_id=self.lease.owner_id,
                 message=message,
-            )
+                exit_code=code,
+            ),
         )
+        self._finished = True
         log.info(
             "stopped (%s): planned %s, committed %s, clean=%s, exit %d",
             reason,
@@ -220,11 +259,15 @@ class ManagedQuery:
             clean,
             code,
         )
-        if self._stop_event.is_set() or self.stop_reason:
-            self.control.clear_stop_request()
         return code
 
     # -- lease heartbeat and signals ----------------------------------------------------------
+
+    def _stop_heartbeat(self) -> None:
+        self._done.set()
+        thread = self._heartbeat_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=30)
 
     def _heartbeat(self) -> None:
         interval = self.options.lease_ttl_s / 3
@@ -259,6 +302,23 @@ class ManagedQuery:
         log.info("SIGTERM received")
         self.stop_reason = "SIGTERM"
         self._stop_event.set()
+
+
+def is_bad_job(exc: BaseException) -> bool:
+    """Errors of the job itself, which a restart cannot heal."""
+    if isinstance(exc, InvalidInputError):
+        return True
+    try:
+        from pyspark.errors import AnalysisException
+    except ImportError:  # pragma: no cover - pyspark < 3.4
+        return False
+    return isinstance(exc, AnalysisException)
+
+
+def describe_error(exc: BaseException) -> str:
+    """One paragraph for the stopped report: the error's type and message, no JVM stack."""
+    text = str(exc).split("\nJVM stacktrace:", 1)[0].strip()
+    return f"{type(exc).__name__}: {text}"[:2000]
 
 
 def run_managed(

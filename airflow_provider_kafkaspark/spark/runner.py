@@ -6,7 +6,7 @@
 It reads the job spec, builds the Kafka source, the transformation and the sink, and runs
 the query under management (lease, graceful stop, progress, lag commits). Exit codes: 0
 stopped cleanly or finished, 1 failed, 2 stopped without draining, 3 lease held by a live
-driver, 4 bad job spec.
+driver, 4 bad job (spec, code, SQL, topics or sink schema; not restarted).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ if __package__ in (None, ""):
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from airflow_provider_kafkaspark.core.job_code import check_topics_exist
 from airflow_provider_kafkaspark.core.jobspec import JobSpec, java_client_options
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
@@ -43,9 +44,10 @@ def load_transformation(spec: JobSpec) -> Callable[[DataFrame], DataFrame]:
         try:
             module = importlib.import_module(module_name)
             func = getattr(module, func_name)
-        except (ImportError, AttributeError) as exc:
+        except Exception as exc:  # any failure of the author's module is theirs
             raise InvalidInputError(
-                f"job spec field 'transformation': cannot load {spec.transformation} ({exc})"
+                f"job spec field 'transformation': cannot load {spec.transformation} "
+                f"({type(exc).__name__}: {exc}; driver sys.path starts {sys.path[:3]})"
             ) from exc
         if not callable(func):
             raise InvalidInputError(
@@ -79,7 +81,29 @@ def source_frame(spark: SparkSession, spec: JobSpec, *, streaming: bool = True) 
     return reader.load()  # type: ignore[no-any-return]
 
 
-def start_query(spark: SparkSession, spec: JobSpec) -> StreamingQuery:
+def add_python_path(spark: SparkSession, spec: JobSpec) -> None:
+    """The spec's `python_path`: on this driver's sys.path, and archives shipped to the
+    executors (folders reach local executors through PYTHONPATH, set by the launcher)."""
+    import os
+
+    from airflow_provider_kafkaspark.core.job_code import is_local
+
+    for i, entry in enumerate(spec.python_path):
+        if is_local(entry) and not os.path.exists(entry):
+            raise InvalidInputError(f"job spec field 'python_path[{i}]': {entry} does not exist")
+    for entry in reversed(spec.python_path):
+        if is_local(entry) and entry not in sys.path:
+            sys.path.insert(0, entry)
+        if entry.endswith((".zip", ".egg", ".whl", ".py")) or not os.path.isdir(entry):
+            spark.sparkContext.addPyFile(entry)
+
+
+def start_query(
+    spark: SparkSession,
+    spec: JobSpec,
+    on_bad_job: Callable[[BaseException], None] | None = None,
+) -> StreamingQuery:
+    check_topics_exist(spec)
     frame = load_transformation(spec)(source_frame(spark, spec))
     writer = frame.writeStream.queryName(spec.job_name).outputMode(spec.sink.output_mode)
     writer = writer.option("checkpointLocation", spec.checkpoint_location)
@@ -91,7 +115,7 @@ def start_query(spark: SparkSession, spec: JobSpec) -> StreamingQuery:
     for key, value in sink.options.items():
         writer = writer.option(key, value)
     if sink.kind == "kafka_exactly_once":
-        writer = writer.foreachBatch(exactly_once_batch_writer(spec))
+        writer = writer.foreachBatch(exactly_once_batch_writer(spec, on_bad_job))
     elif sink.kind == "kafka":
         writer = writer.format("kafka").option("topic", sink.topic or "")
         writer = writer.option("kafka.bootstrap.servers", spec.sink_bootstrap_servers)
@@ -104,9 +128,12 @@ def start_query(spark: SparkSession, spec: JobSpec) -> StreamingQuery:
     return writer.start()
 
 
-def exactly_once_batch_writer(spec: JobSpec) -> Callable[[DataFrame, int], None]:
+def exactly_once_batch_writer(
+    spec: JobSpec, on_bad_job: Callable[[BaseException], None] | None = None
+) -> Callable[[DataFrame, int], None]:
     """A foreachBatch function that builds the sink on its first batch, when the checkpoint
-    exists and names the query id that the sink's marker groups need."""
+    exists and names the query id that the sink's marker groups need. A bad input (the
+    batch's schema, the sink's settings) goes to `on_bad_job` before it fails the query."""
     from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
     from airflow_provider_kafkaspark.spark.kafka_sink import ExactlyOnceKafkaSink
 
@@ -127,7 +154,12 @@ def exactly_once_batch_writer(spec: JobSpec) -> Callable[[DataFrame, int], None]
                 query_id=CheckpointReader(spec.checkpoint_location).query_id(),
                 **extra,
             )
-        sinks["sink"](batch, batch_id)
+        try:
+            sinks["sink"](batch, batch_id)
+        except InvalidInputError as exc:
+            if on_bad_job is not None:
+                on_bad_job(exc)
+            raise
 
     return write
 
@@ -159,8 +191,14 @@ def run(spec: JobSpec, master: str | None = None) -> int:
         drain_timeout_s=spec.drain_timeout_s,
         progress_batches=spec.progress_batches,
     )
+    managed = ManagedQuery(spark, options)
+
+    def start() -> StreamingQuery:
+        add_python_path(spark, spec)
+        return start_query(spark, spec, managed.record_bad_job)
+
     try:
-        return ManagedQuery(spark, options).run(lambda: start_query(spark, spec))
+        return managed.run(start)
     finally:
         spark.stop()
 

@@ -28,7 +28,12 @@ from airflow_provider_kafkaspark.core.health_watch import (
 )
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.control import Lease, StoppedReport
+    from airflow_provider_kafkaspark.core.control import (
+        Lease,
+        StoppedReport,
+        SubmittedMarker,
+        SupervisorState,
+    )
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
 
 CLASSPATH = "airflow_provider_kafkaspark.triggers.health.StreamingHealthTrigger"
@@ -36,12 +41,24 @@ CLASSPATH = "airflow_provider_kafkaspark.triggers.health.StreamingHealthTrigger"
 
 @dataclass(frozen=True)
 class WatchInputs:
-    """What one poll reads: cheap reads only (the latest position, two small control files,
+    """What one poll reads: cheap reads only (the latest position, four small control files,
     Kafka's end offsets of the partitions the checkpoint reads)."""
 
     observation: Observation | None
     lease: Lease | None
     stopped: StoppedReport | None
+    supervisor: SupervisorState | None = None
+    submitted: SubmittedMarker | None = None
+
+    def decide(self, watch: HealthWatch, at_ms: int) -> WatchDecision:
+        return watch.observe(
+            self.observation,
+            self.lease,
+            self.stopped,
+            at_ms,
+            supervisor=self.supervisor,
+            submitted=self.submitted,
+        )
 
 
 def read_watch_inputs(checkpoint: str, kafka: KafkaFacade) -> WatchInputs:
@@ -54,9 +71,11 @@ def read_watch_inputs(checkpoint: str, kafka: KafkaFacade) -> WatchInputs:
     control = ControlFolder(checkpoint)
     lease = control.read_lease()
     stopped = control.read_stopped()
+    supervisor = control.read_supervisor()
+    submitted = control.read_submitted()
     reader = CheckpointReader(checkpoint)
     observation = health_observation(reader.position(), kafka) if reader.exists() else None
-    return WatchInputs(observation, lease, stopped)
+    return WatchInputs(observation, lease, stopped, supervisor, submitted)
 
 
 def now_ms() -> int:
@@ -165,9 +184,7 @@ class StreamingHealthTrigger(BaseTrigger):
                 except KafkaUnavailableError as exc:
                     self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
                 else:
-                    decision = watch.observe(
-                        inputs.observation, inputs.lease, inputs.stopped, now_ms()
-                    )
+                    decision = inputs.decide(watch, now_ms())
                     self.log.info(
                         "health of %s: %s: %s", self.checkpoint, decision.state, decision.reason
                     )
