@@ -57,7 +57,12 @@ class ControlFileError(InvalidInputError):
     """A file of the control folder (lease, stop request, stopped report, progress) is bad."""
 
 
-class LeaseHeldError(KafkaSparkError):
+class RefusedError(KafkaSparkError):
+    """A step refused to act on purpose (a live driver, a blocked restore, a stop that would
+    need a forced kill): running it again changes nothing until a person acts."""
+
+
+class LeaseHeldError(RefusedError):
     """A live driver holds the checkpoint's lease."""
 
 

@@ -39,6 +39,12 @@ class KafkaBackfillOperator(BaseOperator):
         self.timeout_s = timeout_s
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.airflow_errors import airflow_errors
+
+        with airflow_errors(self.task_id):
+            return self._backfill(context)
+
+    def _backfill(self, context: Context) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
 
         from airflow_provider_kafkaspark.core.jobspec import JobSpec

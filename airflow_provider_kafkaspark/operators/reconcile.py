@@ -95,20 +95,19 @@ class KafkaPartitionReconcileOperator(BaseOperator):
         return [t for t in topics if t]
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
         from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
         from airflow_provider_kafkaspark.core.observe import kafka_view
         from airflow_provider_kafkaspark.core.reconcile import build_reconcile_plan
         from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
 
-        try:
+        with airflow_errors(self.task_id):
             offsets = CheckpointReader(self.checkpoint).position().committed_offsets
             config = kafka_client_config(self.kafka_conn_id)
             with KafkaFacade(config, timeout_s=self.kafka_timeout_s) as kafka:
                 view = kafka_view(kafka, offsets, self.topics())
             plan = build_reconcile_plan(offsets, view, self.policy)
-        except InvalidInputError as exc:
-            raise AirflowFailException(f"{self.task_id}: {exc}") from exc
 
         result = plan.to_dict()
         self.log.info("%s", plan.summary())

@@ -60,27 +60,27 @@ class StopStreamingJobOperator(BaseOperator):
         self.poll_interval_s = poll_interval_s
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow.sdk.exceptions import AirflowFailException
+        from airflow_provider_kafkaspark.airflow_errors import airflow_errors
 
-        from airflow_provider_kafkaspark.errors import KafkaSparkError
-        from airflow_provider_kafkaspark.lifecycle import STOP_GRACE_S, begin_stop, check_stop
+        with airflow_errors(self.task_id):
+            return self._stop(context)
+
+    def _stop(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.lifecycle import begin_stop, check_stop
 
         # After rendering, before anything is written: both are templated.
         self._check_job_name()
         pid = self._pid()
-        try:
-            request = begin_stop(
-                self.checkpoint,
-                requested_by=f"airflow:{self.dag_id}.{self.task_id}",
-                reason="stop operator",
-                drain_timeout_s=self.drain_timeout_s,
-                pid=pid,
-            )
-        except KafkaSparkError as exc:
-            raise AirflowFailException(str(exc)) from exc
-        if request is None:
+        started = begin_stop(
+            self.checkpoint,
+            requested_by=f"airflow:{self.dag_id}.{self.task_id}",
+            reason="stop operator",
+            drain_timeout_s=self.drain_timeout_s,
+            pid=pid,
+        )
+        if started is None:
             return self._finish(context, None)
-        wait_s = self.drain_timeout_s + STOP_GRACE_S
+        request, wait_s = started.request, started.wait_s
         if self.deferrable:
             from datetime import timedelta
 
@@ -99,10 +99,7 @@ class StopStreamingJobOperator(BaseOperator):
             )
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            try:
-                stopped = check_stop(self.checkpoint, request.requested_at_ms, pid)
-            except KafkaSparkError as exc:
-                raise AirflowFailException(str(exc)) from exc
+            stopped = check_stop(self.checkpoint, request.requested_at_ms, pid)
             if stopped is not None:
                 return self._finish(context, stopped)
             time.sleep(self.poll_interval_s)
@@ -111,13 +108,15 @@ class StopStreamingJobOperator(BaseOperator):
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
 
+        from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.core.control import ControlFolder
 
         state = event.get("state")
-        if state == "stopped":
-            return self._finish(context, ControlFolder(self.checkpoint).read_stopped())
-        if state == "timeout":
-            return self._after_timeout(context, self._pid())
+        with airflow_errors(self.task_id):
+            if state == "stopped":
+                return self._finish(context, ControlFolder(self.checkpoint).read_stopped())
+            if state == "timeout":
+                return self._after_timeout(context, self._pid())
         raise AirflowFailException(f"stop of {self.job_name} failed: {event.get('reason')}")
 
     def _pid(self) -> int | None:
@@ -166,15 +165,9 @@ class StopStreamingJobOperator(BaseOperator):
             )
 
     def _after_timeout(self, context: Context, pid: int | None) -> dict[str, Any]:
-        from airflow.sdk.exceptions import AirflowFailException
-
-        from airflow_provider_kafkaspark.errors import KafkaSparkError
         from airflow_provider_kafkaspark.lifecycle import force_stop
 
-        try:
-            force_stop(self.checkpoint, self.drain_timeout_s, pid, self.allow_force_kill)
-        except KafkaSparkError as exc:
-            raise AirflowFailException(str(exc)) from exc
+        force_stop(self.checkpoint, self.drain_timeout_s, pid, self.allow_force_kill)
         return self._finish(context, None)
 
     def _finish(self, context: Context, stopped: StoppedReport | None) -> dict[str, Any]:

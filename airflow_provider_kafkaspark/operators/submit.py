@@ -12,7 +12,10 @@ class SubmitStreamingJobOperator(BaseOperator):
     """Submit a streaming job and return a small, durable handle (XCom); do not wait for it.
 
     :param job_spec: the job spec (dict or JSON); its Kafka servers and client settings come
-        from ``kafka_conn_id`` (an official-provider ``kafka`` connection).
+        from ``kafka_conn_id`` (an official-provider ``kafka`` connection). Its
+        ``python_path`` entries (folders or archives holding the transformation's module) may
+        be relative to the DAG file's folder; the submit checks that the module is there and
+        that the job's topics exist, and fails without a retry when not.
     :param spark_conn_id: an official-provider ``spark`` connection. Without one, or with a
         client deploy mode, the driver runs as a detached local process (``master`` or the
         connection's master); with ``deploy-mode: cluster`` the official SparkSubmitHook
@@ -78,8 +81,26 @@ class SubmitStreamingJobOperator(BaseOperator):
         self.restart_backoff_s = restart_backoff_s
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.airflow_errors import airflow_errors
+
+        with airflow_errors(self.task_id):
+            return self._submit()
+
+    def _dag_folder(self) -> str | None:
+        import os
+
+        dag = getattr(self, "_dag", None)  # unset for a task built outside a DAG
+        fileloc = getattr(dag, "fileloc", None)
+        return os.path.dirname(fileloc) if fileloc else None
+
+    def _submit(self) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+        from airflow_provider_kafkaspark.core.job_code import (
+            check_code_visible,
+            check_topics_exist,
+            resolve_python_path,
+        )
         from airflow_provider_kafkaspark.core.jobspec import JobSpec
         from airflow_provider_kafkaspark.core.restart import RestartPolicy
         from airflow_provider_kafkaspark.errors import InvalidArgumentError, KafkaUnavailableError
@@ -105,6 +126,8 @@ class SubmitStreamingJobOperator(BaseOperator):
             if isinstance(self.job_spec, str)
             else JobSpec.from_dict(self.job_spec)
         )
+        given = resolve_python_path(given, self._dag_folder())
+        check_code_visible(given)
         servers, spec_config = kafka_spec_config(self.kafka_conn_id)
         spec = with_connection(given, servers, spec_config)
         client = kafka_client_config(self.kafka_conn_id)
@@ -142,6 +165,7 @@ class SubmitStreamingJobOperator(BaseOperator):
                     ", ".join(dead),
                 )
                 spec = with_connection(spec, live_first(servers, dead), spec.kafka_config)
+            check_topics_exist(spec, client)
 
         restored: dict[str, Any] | None = None
         if self.restore_from and self.savepoint_root:
@@ -168,16 +192,32 @@ class SubmitStreamingJobOperator(BaseOperator):
             backoff_s=self.restart_backoff_s,
             backoff_max_s=max(self.restart_backoff_s, 120.0),
         )
-        handle = submit_local(spec, self.workdir, master=master, restart_policy=policy)
+        handle = submit_local(
+            spec,
+            self.workdir,
+            master=master,
+            restart_policy=policy,
+            submitted_by=f"airflow:{self.dag_id}.{self.task_id}",
+        )
         handle.update(dead_bootstrap_servers=dead, restored=restored)
         self.log.info(
-            "submitted %s: pid %s, log %s", spec.job_name, handle["pid"], handle["log_file"]
+            "submitted %s: launcher pid %s, driver log %s",
+            spec.job_name,
+            handle["pid"],
+            handle["log_file"],
         )
         return handle
 
     def _submit_cluster(
         self, spec: Any, dead: list[str], restored: dict[str, Any] | None
     ) -> dict[str, Any]:
+        import socket
+
+        from airflow_provider_kafkaspark.core.control import (
+            ControlFolder,
+            SubmittedMarker,
+            now_ms,
+        )
         from airflow_provider_kafkaspark.hooks.kafkaspark import submit_cluster_mode
         from airflow_provider_kafkaspark.lifecycle import latest_committed
         from airflow_provider_kafkaspark.local.jobs import write_spec_file
@@ -185,11 +225,20 @@ class SubmitStreamingJobOperator(BaseOperator):
         assert self.spark_conn_id is not None
         since = latest_committed(spec.checkpoint_location)
         spec_file = write_spec_file(spec, self.workdir)
+        submitted_at = now_ms()
         handle = submit_cluster_mode(
             str(spec_file),
             spark_conn_id=self.spark_conn_id,
             job_name=spec.job_name,
             spark_conf=spec.spark_conf,
+        )
+        ControlFolder(spec.checkpoint_location).write_submitted(
+            SubmittedMarker(
+                submitted_at_ms=submitted_at,
+                job_name=spec.job_name,
+                submitted_by=f"airflow:{self.dag_id}.{self.task_id}",
+                host=socket.gethostname(),
+            )
         )
         handle.update(
             checkpoint=spec.checkpoint_location,

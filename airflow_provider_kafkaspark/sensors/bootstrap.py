@@ -14,10 +14,8 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context
 from airflow.sdk.bases.sensor import PokeReturnValue
-from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_kafkaspark.core.args import positive_number
-from airflow_provider_kafkaspark.errors import InvalidInputError
 
 _COLUMNS = ("server", "status", "broker_id", "elapsed_ms", "reason")
 
@@ -50,15 +48,14 @@ class KafkaBootstrapHealthSensor(BaseSensorOperator):
         self.require_all = require_all
 
     def poke(self, context: Context) -> PokeReturnValue:
+        from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.commands.output import table
         from airflow_provider_kafkaspark.core.bootstrap_probe import probe_bootstrap
         from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
 
-        try:
+        with airflow_errors(self.task_id):
             config = kafka_client_config(self.kafka_conn_id)
             report = probe_bootstrap(config, timeout_s=self.timeout_s)
-        except InvalidInputError as exc:
-            raise AirflowFailException(str(exc)) from exc
         result = report.to_dict()
         rows = result["servers"]
         self.log.info(

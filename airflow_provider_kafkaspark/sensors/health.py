@@ -1,10 +1,13 @@
 """`StreamingHealthSensor`: wait until a streaming job's checkpoint is healthy.
 
 Healthy means: at least `min_new_batches` batches committed after `since_batch` (typically the
-submit operator's XCom) and the Burrow-style health rules say OK over `window_s`. It fails
-fast when the driver is gone (stopped report, lease released or expired) or the health status
-is one of `fail_on`. The decision is `core.health_watch.HealthWatch`; this class only reads
-the connection and the context and hands results to XCom.
+submit operator's XCom) and the Burrow-style health rules say OK over `window_s`; or, for a
+job whose topic is quiet, idle: a live driver of this run holds the lease and the checkpoint
+is at the end of every partition (lag 0), since Spark runs no batch without input. It fails
+fast when the driver is gone (stopped report, with the reason of a bad job and the driver
+log's path; lease released or expired; the local supervisor's restart budget spent) or the
+health status is one of `fail_on`. The decision is `core.health_watch.HealthWatch`; this
+class only reads the connection and the context and hands results to XCom.
 
 Poke mode keeps the observations on the sensor instance, so `reschedule` mode (which builds a
 new instance per poke) is not offered; `deferrable=True` frees the worker slot instead.
@@ -160,20 +163,19 @@ class StreamingHealthSensor(BaseSensorOperator):
             self.close()
 
     def poke(self, context: Context) -> PokeReturnValue:
+        from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.core.control import now_ms
         from airflow_provider_kafkaspark.errors import KafkaUnavailableError
         from airflow_provider_kafkaspark.triggers.health import read_watch_inputs
 
         watch = self._watch_instance()
-        try:
-            inputs = read_watch_inputs(self.checkpoint, self._kafka_facade())
-        except KafkaUnavailableError as exc:
-            self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
-            return PokeReturnValue(False)
-        except InvalidInputError as exc:
-            raise AirflowFailException(f"cannot observe {self.checkpoint}: {exc}") from exc
-        decision = watch.observe(inputs.observation, inputs.lease, inputs.stopped, now_ms())
-        return self._handle(decision)
+        with airflow_errors(f"cannot observe {self.checkpoint}"):
+            try:
+                inputs = read_watch_inputs(self.checkpoint, self._kafka_facade())
+            except KafkaUnavailableError as exc:
+                self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
+                return PokeReturnValue(False)
+        return self._handle(inputs.decide(watch, now_ms()))
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger: healthy returns the summary, the rest raise."""
@@ -225,9 +227,7 @@ class StreamingHealthSensor(BaseSensorOperator):
             from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
             from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
 
-            try:
-                config = kafka_client_config(self.kafka_conn_id)
-            except InvalidInputError as exc:
-                raise AirflowFailException(str(exc)) from exc
-            self._kafka = KafkaFacade(config, timeout_s=self.kafka_timeout_s)
+            self._kafka = KafkaFacade(
+                kafka_client_config(self.kafka_conn_id), timeout_s=self.kafka_timeout_s
+            )
         return self._kafka

@@ -135,11 +135,73 @@ def test_healthy_after_enough_new_batches_and_ok() -> None:
 
 
 def test_ok_but_too_few_new_batches_keeps_waiting() -> None:
-    decisions = feed(watch(min_new_batches=5), [(4, 100, 0), (5, 110, 0), (6, 120, 0), (7, 130, 0)])
+    # A little lag at every poll: input keeps arriving, so the job is not idle.
+    rows = [(4, 100, 3), (5, 110, 3), (6, 120, 3), (7, 130, 3)]
+    decisions = feed(watch(min_new_batches=5), rows)
     last = decisions[-1]
     assert last.state == "waiting"
     assert last.report is not None and last.report.status is HealthStatus.OK
     assert last.new_batches == 3 and "3 of 5 new batches" in last.reason
+
+
+def test_idle_job_at_the_end_of_every_partition_is_healthy_without_new_batches() -> None:
+    # A restarted job on a quiet topic: no batch runs, the checkpoint is at the end (lag 0).
+    rows = [(4, 100, 0), (4, 100, 0), (4, 100, 0), (4, 100, 0)]
+    decisions = feed(watch(min_new_batches=2), rows)
+    last = decisions[-1]
+    assert last.state == "healthy", last.reason
+    assert last.new_batches == 0 and last.reason.startswith("idle: ")
+    # Fewer observations than the policy's minimum prove nothing yet.
+    assert decisions[1].state == "waiting"
+
+
+def test_idle_needs_lag_zero_and_a_driver_of_this_run() -> None:
+    lagging = feed(watch(min_new_batches=2), [(4, 100, 7)] * 4)
+    assert all(d.state == "waiting" for d in lagging)
+    # The lease was taken before the watched submit: an old driver, not this run's.
+    w = watch(min_new_batches=2, since_ms=T0 - 1_000)
+    for i in range(4):
+        now = T0 + i * STEP_MS
+        decision = w.observe(obs(now, 4, 100, 0), lease(started=T0 - 5_000, beat=now), None, now)
+    assert decision.state == "waiting", decision.reason
+    # Without a live lease a quiet checkpoint is not a running job.
+    dead = feed(watch(min_new_batches=2, lease_required=False), [(4, 100, 0)] * 4, alive=False)
+    assert dead[-1].state == "waiting"
+
+
+def test_supervisor_that_ended_fails_the_watch_at_once_with_the_driver_log() -> None:
+    from airflow_provider_kafkaspark.core.control import SubmittedMarker, SupervisorState
+
+    w = watch(min_new_batches=2, since_ms=T0 - 1_000)
+    now = T0 + STEP_MS
+    ended = SupervisorState(
+        attempt=1,
+        runner_pid=9,
+        started_at_ms=T0 - 900,
+        last_exit=-9,
+        exited_at_ms=T0,
+        gave_up=True,
+        ended=True,
+    )
+    marker = SubmittedMarker(T0 - 1_000, "job", "test", "host", 8, "/logs/job.log")
+    decision = w.observe(
+        obs(now, 4, 100, 5), lease(beat=now), None, now, supervisor=ended, submitted=marker
+    )
+    assert decision.state == "failed"
+    assert "restart budget is spent" in decision.reason and "last exit -9" in decision.reason
+    assert "driver log: /logs/job.log" in decision.reason
+    # A supervisor of an earlier run (ended before this watch's submit) says nothing.
+    earlier = SupervisorState(1, 9, T0 - 9_000, last_exit=1, exited_at_ms=T0 - 5_000, ended=True)
+    w2 = watch(min_new_batches=2, since_ms=T0 - 1_000)
+    assert w2.observe(
+        obs(now, 4, 100, 5), lease(beat=now), None, now, supervisor=earlier
+    ).state == ("waiting")
+    # Still supervising (a restart will come): no verdict from it.
+    running = SupervisorState(2, 10, T0, last_exit=1, exited_at_ms=T0 - 10)
+    w3 = watch(min_new_batches=2, since_ms=T0 - 1_000)
+    assert w3.observe(
+        obs(now, 4, 100, 5), lease(beat=now), None, now, supervisor=running
+    ).state == ("waiting")
 
 
 def test_since_batch_none_counts_batch_zero() -> None:
@@ -489,7 +551,8 @@ def test_poke_mode_keeps_its_observations(
     def inputs(checkpoint: str, kafka: object) -> WatchInputs:
         i = next(polls)
         at = base + i * 1_000  # observations a second apart, whatever the real pace
-        return WatchInputs(obs(at, 4 + i), lease(started=base - 60_000, beat=at), None)
+        # A record of lag at every poll: busy, not idle, so only new batches make it healthy.
+        return WatchInputs(obs(at, 4 + i, lag=1), lease(started=base - 60_000, beat=at), None)
 
     monkeypatch.setattr(trigger_module, "read_watch_inputs", inputs)
     sensor = StreamingHealthSensor(

@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import pytest
 from airflow.sdk import Context
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_kafkaspark.core.jobspec import (
     JobSpec,
@@ -227,8 +228,9 @@ def test_a_job_spec_text_that_is_not_json_is_named(
         )
         start = pendulum.datetime(2026, 1, 1, tz="UTC")
         ctx = context(data_interval_start=start, data_interval_end=start.add(hours=1))
-    with pytest.raises(JobSpecError, match="job_spec: not JSON"):
+    with pytest.raises(AirflowFailException, match="job_spec: not JSON") as caught:
         op.execute(ctx)
+    assert isinstance(caught.value.__cause__, JobSpecError)  # permanent: no retry
 
 
 def test_restore_without_a_savepoint_root_fails_with_a_typed_cause(
@@ -268,8 +270,9 @@ def stop(tmp_path: Path, **kwargs: Any) -> StopStreamingJobOperator:
     ],
 )
 def test_a_bad_stop_handle_is_named(tmp_path: Path, handle: Any, named: str) -> None:
-    with pytest.raises(InvalidArgumentError, match=named.replace(".", r"\.")):
+    with pytest.raises(AirflowFailException, match=named.replace(".", r"\.")) as caught:
         stop(tmp_path, handle=handle).execute(context())
+    assert isinstance(caught.value.__cause__, InvalidArgumentError)
     assert not (tmp_path / "cp").exists() and not (tmp_path / "sp").exists()
 
 
@@ -282,8 +285,9 @@ def test_a_good_stop_handle_gives_the_pid(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("job_name", ["../other_job", "a/b", ".hidden", ""])
 def test_a_stop_job_name_with_a_separator_writes_nothing(tmp_path: Path, job_name: str) -> None:
-    with pytest.raises(InvalidArgumentError, match="job_name"):
+    with pytest.raises(AirflowFailException, match="job_name") as caught:
         stop(tmp_path, job_name=job_name).execute(context())
+    assert isinstance(caught.value.__cause__, InvalidArgumentError)
     assert list(tmp_path.iterdir()) == []
 
 

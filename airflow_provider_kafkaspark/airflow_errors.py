@@ -1,0 +1,44 @@
+"""The one translation of this package's errors into Airflow's, for every operator, sensor
+and deferral callback.
+
+- Permanent: bad input (a spec, an argument, a file, a URL, a topic that does not exist),
+  authentication and authorization, and refusals (a live lease, a restore that verification
+  or reconciliation blocks, a stop that would need a forced kill that is not allowed) ->
+  `AirflowFailException`, so Airflow does not retry what cannot succeed.
+- Kafka unavailable, and any other error of this package -> `AirflowException`, which
+  Airflow retries as the task's `retries` say.
+
+Messages carry no connection secret: the core composes them from names and codes only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError, RefusedError
+
+PERMANENT: tuple[type[KafkaSparkError], ...] = (InvalidInputError, RefusedError)
+
+
+def is_permanent(exc: BaseException) -> bool:
+    return isinstance(exc, PERMANENT)
+
+
+def to_airflow(exc: KafkaSparkError, what: str) -> AirflowException:
+    message = f"{what}: {exc}" if what else str(exc)
+    if is_permanent(exc):
+        return AirflowFailException(message)
+    return AirflowException(message)
+
+
+@contextmanager
+def airflow_errors(what: str) -> Iterator[None]:
+    """Run a task step; this package's errors leave it as Airflow's (see the module doc).
+    Airflow's own exceptions (skip, defer, fail) and other errors pass through unchanged."""
+    try:
+        yield
+    except KafkaSparkError as exc:
+        raise to_airflow(exc, what) from exc

@@ -1,0 +1,145 @@
+"""The stopped report ends its holder's lease; a submitted marker makes a starting driver
+visible to a stop; the one mapping of errors to Airflow's; how the driver finds user code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_provider_kafkaspark.airflow_errors import airflow_errors
+from airflow_provider_kafkaspark.core.control import (
+    ControlFolder,
+    Lease,
+    StoppedReport,
+    SubmittedMarker,
+    now_ms,
+    start_pending,
+)
+from airflow_provider_kafkaspark.core.job_code import (
+    check_code_visible,
+    driver_python_path,
+    resolve_python_path,
+)
+from airflow_provider_kafkaspark.core.jobspec import JobSpec, JobSpecError
+from airflow_provider_kafkaspark.errors import (
+    InvalidInputError,
+    KafkaAccessError,
+    KafkaRequestError,
+    KafkaUnavailableError,
+    LeaseHeldError,
+)
+from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
+from airflow_provider_kafkaspark.lifecycle import RestoreRefusedError, StopTimeoutError
+
+
+def report(owner: str | None, at_ms: int) -> StoppedReport:
+    return StoppedReport(at_ms, "stop request", True, 3, 3, owner_id=owner, exit_code=0)
+
+
+def test_a_stopped_report_of_the_holder_ends_its_lease_for_every_reader(tmp_path: Path) -> None:
+    control = ControlFolder(str(tmp_path))
+    lease = Lease.new("job")
+    control.acquire_lease(lease)
+    assert control.live_lease() == lease
+    # Another driver's old report says nothing about this lease.
+    control.write_stopped(report("someone-else", now_ms()))
+    assert control.live_lease() == lease
+    # The holder's own report: the lease file still exists (released next), the lease is over.
+    control.write_stopped(report(lease.owner_id, now_ms()))
+    assert control.read_lease() == lease and control.live_lease() is None
+
+
+def test_finish_writes_the_report_before_it_removes_the_lease(tmp_path: Path) -> None:
+    control = ControlFolder(str(tmp_path))
+    lease = Lease.new("job")
+    control.acquire_lease(lease)
+    seen: list[tuple[bool, bool]] = []
+    original = control._remove
+
+    def remove(name: str) -> None:
+        seen.append((control.read_stopped() is not None, control.read_lease() is not None))
+        original(name)
+
+    control._remove = remove  # type: ignore[method-assign]
+    control.finish(lease, report(lease.owner_id, now_ms()))
+    assert seen == [(True, True)]  # the report existed while the lease file was removed
+    assert control.read_lease() is None and control.read_stopped() is not None
+
+
+def marker(at: int, timeout_ms: int = 60_000) -> SubmittedMarker:
+    return SubmittedMarker(at, "job", "test", "host", 7, "/logs/x.log", timeout_ms)
+
+
+def lease_at(started: int) -> Lease:
+    return Lease("o" * 32, "job", "host", 1, started, started)
+
+
+def test_start_pending_until_the_lease_a_report_or_the_bound() -> None:
+    t = 1_000_000
+    assert start_pending(marker(t), None, None, t + 5_000)
+    assert not start_pending(None, None, None, t)
+    assert not start_pending(marker(t), lease_at(t + 1), None, t + 5_000)  # driver took it
+    assert start_pending(marker(t), lease_at(t - 9_000), None, t + 5_000)  # an older lease
+    assert not start_pending(marker(t), None, report("o", t + 2), t + 5_000)  # it ended
+    assert start_pending(marker(t), None, report("o", t - 2), t + 5_000)  # an older report
+    assert not start_pending(marker(t, 10_000), None, None, t + 10_001)  # bound passed
+    assert not start_pending(marker(t), None, None, t + 5_000, launcher_gone=True)
+
+
+@pytest.mark.parametrize(
+    ("error", "permanent"),
+    [
+        (InvalidInputError("bad"), True),
+        (JobSpecError("bad"), True),
+        (KafkaAccessError("denied"), True),
+        (LeaseHeldError("held"), True),
+        (RestoreRefusedError("refused"), True),
+        (StopTimeoutError("no kill"), True),
+        (KafkaUnavailableError("down"), False),
+        (KafkaRequestError("odd"), False),
+    ],
+)
+def test_one_mapping_permanent_fails_unavailable_retries(error: Exception, permanent: bool) -> None:
+    with pytest.raises(AirflowException) as caught, airflow_errors("task"):
+        raise error
+    assert isinstance(caught.value, AirflowFailException) is permanent
+    assert caught.value.__cause__ is error and str(caught.value) == f"task: {error}"
+
+
+def test_other_errors_pass_the_mapping_unchanged() -> None:
+    with pytest.raises(KeyError), airflow_errors("task"):
+        raise KeyError("x")
+
+
+def spec(**extra: object) -> JobSpec:
+    raw = job_spec_dict(bootstrap_servers="b:9092", checkpoint="/cp", job_name="j")
+    raw.update(extra)
+    return JobSpec.from_dict(raw)
+
+
+def test_python_path_is_resolved_against_the_dag_folder(tmp_path: Path) -> None:
+    resolved = resolve_python_path(spec(python_path=["code", "/abs/x.zip", "s3://b/c.zip"]), "/d")
+    assert resolved.python_path == ("/d/code", "/abs/x.zip", "s3://b/c.zip")
+    with pytest.raises(JobSpecError, match=r"python_path\[0\]"):
+        resolve_python_path(spec(python_path=["code"]), None)
+    with pytest.raises(JobSpecError, match=r"python_path\[0\]"):
+        JobSpec.from_dict({**spec().to_dict(), "python_path": [""]})
+    assert driver_python_path(resolved, "/old") == "/d/code:/abs/x.zip:/old"
+
+
+def test_the_transformation_module_must_be_findable(tmp_path: Path) -> None:
+    (tmp_path / "mycode").mkdir()
+    (tmp_path / "mycode" / "__init__.py").write_text("")
+    (tmp_path / "mycode" / "jobs.py").write_text("raise RuntimeError('not imported')\n")
+    good = spec(transformation="mycode.jobs:transform", python_path=[str(tmp_path)])
+    check_code_visible(good, search_path=[])  # found, and not imported (it would raise)
+    missing = spec(transformation="othercode.jobs:transform", python_path=[str(tmp_path)])
+    with pytest.raises(JobSpecError, match="'transformation': module 'othercode.jobs'"):
+        check_code_visible(missing, search_path=[])
+    gone = spec(transformation="mycode.jobs:transform", python_path=[str(tmp_path / "nope")])
+    with pytest.raises(JobSpecError, match=r"python_path\[0\].*does not exist"):
+        check_code_visible(gone, search_path=[])
+    # The package's own example is found on this process's path.
+    check_code_visible(spec())
