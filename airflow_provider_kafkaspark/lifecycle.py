@@ -262,15 +262,17 @@ def check_stop(checkpoint: str, requested_at_ms: int, pid: int | None) -> Stoppe
     """The stopped report answering a request made at `requested_at_ms`, or None while the
     driver drains or starts; raises when the driver is gone without one. The report is
     written before the lease is released, so the checkpoint is free once it is there."""
-    stopped = ControlFolder(checkpoint).read_stopped()
+    control = ControlFolder(checkpoint)
+    stopped = control.read_stopped()
     if stopped is not None and stopped.stopped_at_ms >= requested_at_ms:
         _wait_gone(pid, 30)
         return stopped
-    if (
-        live_lease(checkpoint) is None
-        and not pid_alive(pid)
-        and starting_driver(checkpoint) is None
-    ):
+    if live_lease(checkpoint) is None and not pid_alive(pid) and not starting_driver(checkpoint):
+        # The driver writes its report before it drops the lease: with the lease gone, a report
+        # written since the first read is there now.
+        stopped = control.read_stopped()
+        if stopped is not None and stopped.stopped_at_ms >= requested_at_ms:
+            return stopped
         raise StopTimeoutError(
             f"{checkpoint}: the driver exited without a stopped report" + _log_hint(checkpoint)
         )

@@ -7,11 +7,13 @@ the stopped report of the control folder, and the time. Rules, in this order:
 1. failed, the driver is gone:
    - a `stopped.json` of the watched run: written by the lease's own holder, by a driver this
      watch saw holding the lease, or, when no live driver holds the lease, written at or
-     after `since_ms` (when given) or naming a committed batch after `since_batch`; a stopped
-     report from an earlier run (a new driver is starting) is ignored. A bad job (exit 4:
+     after `since_ms` (when given), at or after the latest submit (its submitted marker), or
+     naming a committed batch after `since_batch`; a stopped report from an earlier run (a new
+     driver is starting) is ignored. A bad job (exit 4:
      an unimportable transformation, SQL that does not parse, a missing topic) says why;
-   - the local supervisor ended after the watch started (its restart budget is spent, or
-     its runner exited for good): no driver will come back;
+   - the local supervisor of the watched run (started at or after the latest submit, or
+     ended after `since_ms` or the watch's start) ended: its restart budget is spent, or its
+     runner exited for good, so no driver will come back;
    - with `lease_required`: no fresh lease once this watch saw one, an expired lease taken
      after the watch started, or no fresh lease at all after `startup_grace_ms` (a driver
      takes the lease a while after it is submitted: Spark must start first).
@@ -236,9 +238,8 @@ class HealthWatch:
         if observation is not None:
             self._remember(observation)
 
-        gone = self._driver_gone(lease, fresh, stopped, now_ms) or self._supervision_ended(
-            supervisor
-        )
+        gone = self._driver_gone(lease, fresh, stopped, now_ms, submitted)
+        gone = gone or self._supervision_ended(supervisor, submitted)
         if gone is not None:
             if submitted is not None and submitted.log_file:
                 gone += f" (driver log: {submitted.log_file})"
@@ -334,12 +335,18 @@ class HealthWatch:
         newest = self._observations[-1]
         return newest.latest_committed is not None and newest.lag_records == 0
 
-    def _supervision_ended(self, supervisor: SupervisorState | None) -> str | None:
+    def _supervision_ended(
+        self, supervisor: SupervisorState | None, submitted: SubmittedMarker | None
+    ) -> str | None:
         if supervisor is None or not supervisor.ended or supervisor.exited_at_ms is None:
             return None
-        since = self.since_ms if self.since_ms is not None else self._started_ms
-        if since is not None and supervisor.exited_at_ms < since:
-            return None  # an earlier run's supervisor
+        if submitted is not None and self.since_ms is None:
+            if supervisor.started_at_ms < submitted.submitted_at_ms:
+                return None  # the supervisor of an earlier submit
+        else:
+            since = self.since_ms if self.since_ms is not None else self._started_ms
+            if since is not None and supervisor.exited_at_ms < since:
+                return None  # an earlier run's supervisor
         why = "its restart budget is spent" if supervisor.gave_up else "supervision ended"
         return (
             f"the local supervisor ended after {supervisor.attempt} driver start(s): {why} "
@@ -353,9 +360,14 @@ class HealthWatch:
         return now_ms < max(anchors) + self.startup_grace_ms
 
     def _driver_gone(
-        self, lease: Lease | None, fresh: bool, stopped: StoppedReport | None, now_ms: int
+        self,
+        lease: Lease | None,
+        fresh: bool,
+        stopped: StoppedReport | None,
+        now_ms: int,
+        submitted: SubmittedMarker | None,
     ) -> str | None:
-        if stopped is not None and self._stopped_counts(stopped, lease, fresh):
+        if stopped is not None and self._stopped_counts(stopped, lease, fresh, submitted):
             return stopped.describe()
         if not self.lease_required or fresh:
             return None
@@ -378,7 +390,13 @@ class HealthWatch:
             return f"{expired}; no live driver after {waited}"
         return f"no driver holds the checkpoint's lease after {waited}"
 
-    def _stopped_counts(self, stopped: StoppedReport, lease: Lease | None, fresh: bool) -> bool:
+    def _stopped_counts(
+        self,
+        stopped: StoppedReport,
+        lease: Lease | None,
+        fresh: bool,
+        submitted: SubmittedMarker | None,
+    ) -> bool:
         owner = stopped.owner_id
         if owner is not None and lease is not None and owner == lease.owner_id:
             return True  # the lease's own holder says it stopped
@@ -388,6 +406,8 @@ class HealthWatch:
             return False  # a live driver of another run holds the checkpoint
         if self.since_ms is not None:
             return stopped.stopped_at_ms >= self.since_ms
+        if submitted is not None and stopped.stopped_at_ms >= submitted.submitted_at_ms:
+            return True  # the driver of the latest submit stopped
         return _batch(stopped.last_committed_batch) > _batch(self.since_batch)
 
 
