@@ -1,8 +1,11 @@
-"""Scheduled restart window: stop with a savepoint, restore it, wait healthy, roll back.
+"""Scheduled restart window: stop with a savepoint, restore it (optionally upgraded), wait
+healthy, roll back.
 
 stop (graceful, savepoint) -> restore (verify + reconcile + restore + submit) -> healthy
-If the restored job is not healthy: stop it (no savepoint) and restore the savepoint taken
-at the start of the window again, the known-good state (the rollback pattern).
+The restore submits the upgraded job when `KAFKASPARK_UPGRADE_TRANSFORMATION` names new code
+(see `examples/dag_settings.py`), else the same job. If the restored job is not healthy: stop
+it (no savepoint) and restore the savepoint taken at the start of the window again with the
+previous job, the known-good state (the rollback pattern).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ with DAG(
     )
     restore = RestoreStreamingJobOperator(
         task_id="restore",
-        job_spec=settings.job_spec(),
+        job_spec=settings.upgraded_job_spec(),
         savepoint_root=settings.savepoints,
         restore_from=SAVEPOINT,
         restore_mode="checkpoint",

@@ -6,6 +6,10 @@ local stack (`make demo`), in tests, and on a real deployment.
     KAFKASPARK_SOURCE_TOPIC / KAFKASPARK_SINK_TOPIC   (default ip_count_source / _sink)
     KAFKASPARK_JOB_NAME     (default ip_count)
     KAFKASPARK_RECONCILE_TOPICS  more topics the reconcile DAG checks (comma-separated)
+    KAFKASPARK_UPGRADE_TRANSFORMATION / KAFKASPARK_UPGRADE_PYTHON_PATH
+                            the transformation (`module:function`) and the folders holding it
+                            that the restart window upgrades the job to; default: none, the
+                            window restarts the same job (its rollback restores this one)
     Airflow connection `kafka_default` (type `kafka`, extra {"bootstrap.servers": ...})
 
 Pure Python: DAG files import this at parse time.
@@ -27,6 +31,8 @@ class ExampleSettings:
     source_topic: str
     sink_topic: str
     reconcile_topics: tuple[str, ...] = ()
+    upgrade_transformation: str | None = None
+    upgrade_python_path: tuple[str, ...] = ()
 
     @property
     def checkpoint(self) -> str:
@@ -56,6 +62,14 @@ class ExampleSettings:
         spec["lease_ttl_s"] = 10
         return spec
 
+    def upgraded_job_spec(self) -> dict[str, Any]:
+        """The job as the restart window restores it: with the upgraded code, if any."""
+        spec = self.job_spec()
+        if self.upgrade_transformation:
+            spec["transformation"] = self.upgrade_transformation
+            spec["python_path"] = list(self.upgrade_python_path)
+        return spec
+
 
 def example_settings() -> ExampleSettings:
     return ExampleSettings(
@@ -67,5 +81,9 @@ def example_settings() -> ExampleSettings:
             t.strip()
             for t in os.environ.get("KAFKASPARK_RECONCILE_TOPICS", "").split(",")
             if t.strip()
+        ),
+        upgrade_transformation=os.environ.get("KAFKASPARK_UPGRADE_TRANSFORMATION") or None,
+        upgrade_python_path=tuple(
+            p for p in os.environ.get("KAFKASPARK_UPGRADE_PYTHON_PATH", "").split(os.pathsep) if p
         ),
     )
