@@ -26,16 +26,20 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def inspect_checkpoint(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.core.checkpoint import CheckpointPosition, CheckpointReader
     from airflow_provider_kafkaspark.core.control import ControlFolder
 
     reader = CheckpointReader(args.checkpoint)
-    position = reader.position()
     control = ControlFolder(reader.location)
     lease = control.read_lease()
     stopped = control.read_stopped()
-    state = reader.state_layout().to_dict()
-    problems = reader.validate() if args.verify else []
+    submitted = control.read_submitted()
+    # A job that failed before its query started (a bad job) has control files and no
+    # checkpoint yet: show what it left. Anything else without a checkpoint is an error.
+    exists = reader.exists() or (stopped is None and submitted is None)
+    position = reader.position() if exists else CheckpointPosition.empty(reader.url)
+    state = reader.state_layout().to_dict() if exists else {"operators": {}}
+    problems = reader.validate() if args.verify and exists else []
     result = {
         **position.to_dict(),
         "state": state,
@@ -45,10 +49,17 @@ def inspect_checkpoint(args: argparse.Namespace) -> int:
             else None
         ),
         "stopped": (
-            {"reason": stopped.reason, "clean": stopped.clean, "at_ms": stopped.stopped_at_ms}
+            {
+                "reason": stopped.reason,
+                "clean": stopped.clean,
+                "at_ms": stopped.stopped_at_ms,
+                "exit_code": stopped.exit_code,
+                "message": stopped.message,
+            }
             if stopped
             else None
         ),
+        "driver_log": submitted.log_file if submitted else None,
         "problems": problems if args.verify else None,
     }
     if args.json:

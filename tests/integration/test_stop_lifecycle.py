@@ -4,6 +4,9 @@ for good with its reason in the control folder."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +151,16 @@ def test_a_bad_job_ends_for_good_and_says_why(
         decision = read_watch_inputs(spec.checkpoint_location, kafka).decide(watch, now_ms())
     assert decision.state == "failed" and expected in decision.reason
     assert handle["log_file"] in decision.reason
+    # What a person sees at a terminal: the reason and where the driver's log is.
+    kafkaspark = str(Path(sys.executable).parent / "kafkaspark")
+    shown = subprocess.run(
+        [kafkaspark, "checkpoint", "inspect", spec.checkpoint_location, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    inspected = json.loads(shown.stdout)
+    assert inspected["stopped"]["exit_code"] == 4 and expected in inspected["stopped"]["message"]
+    assert inspected["driver_log"] == handle["log_file"]
