@@ -1,6 +1,6 @@
 """Reading a Spark Structured Streaming checkpoint (Spark 3.x/4.x layout) over fsspec.
 
-Layout (see shared/DESIGN.md): `metadata` ({"id": query id}), `offsets/<batch>` (write-ahead
+Layout (docs/design.md): `metadata` ({"id": query id}), `offsets/<batch>` (write-ahead
 log: `v1`, batch metadata JSON, one line per source), `commits/<batch>` (`v1`,
 {"nextBatchWatermarkMs": ...}), `sources/<n>/...`, `state/<operator>/<partition>/...`.
 

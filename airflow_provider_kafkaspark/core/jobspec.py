@@ -29,8 +29,9 @@ _INTERVAL = re.compile(r"^\d+(\.\d+)?\s*(ms|milliseconds?|s|seconds?|m|minutes?)
 _SECRET_KEY = re.compile(r"password|secret|token|credential|jaas|oauthbearer\.config|\.pem$", re.I)
 REDACTED = "***"
 
-# Chosen on purpose (lesson 2 of DESIGN.md): the Kafka client defaults, 30 s per request
-# and 60 s per API call, let a dead bootstrap entry stall every metadata fetch for a minute.
+# Chosen on purpose (docs/design.md, "Dead bootstrap entries"): the Kafka client defaults,
+# 30 s per request and 60 s per API call, let a dead bootstrap entry stall every metadata
+# fetch for a minute.
 DEFAULT_SOURCE_OPTIONS: dict[str, str] = {
     "kafka.request.timeout.ms": "15000",
     "kafka.default.api.timeout.ms": "30000",

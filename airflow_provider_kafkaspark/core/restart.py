@@ -1,7 +1,7 @@
 """Restart policy: at most K restarts in a sliding window, with exponential back-off.
 
-Lesson 2 of DESIGN.md: a job whose bootstrap list named decommissioned brokers restarted
-for over an hour. A bounded budget turns that into one clear failure.
+A job whose bootstrap list named decommissioned brokers can restart for an hour, each start
+waiting out metadata timeouts (docs/design.md). A bounded budget turns that into one clear failure.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Each server of the connection's `bootstrap.servers` is probed on its own
 (`core.bootstrap_probe`): a dead or decommissioned entry makes every client's metadata fetch
-wait for a timeout (lesson 2 of DESIGN.md), so a DAG can check the list before a submit.
+wait for a timeout (docs/design.md, "Dead bootstrap entries"), so a DAG can check the list
+before a submit.
 
 Only Airflow and the pure core are imported here; the probe loads inside `poke`.
 """
