@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +58,7 @@ def test_stop_then_savepoint_at_once_twenty_times(
             spec, str(tmp_path / "drivers"), master="local[1]", restart_policy=None
         )
         driver = LocalJobHandle.from_dict(_handle_fields(handle))
-        wait_until(
-            driver,
-            f"round {round_no}: a new batch",
-            lambda b=before: committed_batches(checkpoint) > b,
-        )
+        wait_until(driver, f"round {round_no}: a new batch", partial(advanced, checkpoint, before))
         # Polled as often as the file system allows: the savepoint follows the report at once.
         report = stop_job(
             checkpoint,
@@ -96,6 +93,10 @@ def test_a_stop_issued_while_the_driver_starts_waits_for_it(
     assert report is not None, "the stop found nothing to stop"
     assert report.reason == "stop request by test: right away"
     assert wait_exit(LocalJobHandle.from_dict(_handle_fields(handle)), 60) in (0, 2)
+
+
+def advanced(checkpoint: str, before: int) -> bool:
+    return committed_batches(checkpoint) > before
 
 
 def _handle_fields(handle: dict[str, Any]) -> dict[str, Any]:

@@ -602,3 +602,20 @@ def test_reconcile_operator_arguments() -> None:
     assert {"checkpoint", "subscribe"} <= set(op.template_fields)
     with pytest.raises(InvalidInputError, match="unknown severity"):
         KafkaPartitionReconcileOperator(task_id="r2", checkpoint="/cp", fail_on="fatal")
+
+
+def test_a_report_of_the_latest_submit_counts_though_no_lease_was_ever_seen() -> None:
+    """A bad job can exit before the sensor's first look: the stopped report written after
+    the latest submit (its marker) fails the watch, though it names no batch after since."""
+    from airflow_provider_kafkaspark.core.control import SubmittedMarker
+
+    marker = SubmittedMarker(T0 - 3_000, "job", "test", "host", 8, "/logs/job.log")
+    report = stopped(at=T0 - 1_000, committed=4, owner="b" * 32)
+    now = T0 + STEP_MS
+    decision = watch(since_batch=4).observe(None, None, report, now, submitted=marker)
+    assert decision.state == "failed" and "/logs/job.log" in decision.reason
+    # The same report before that submit belongs to an earlier run: wait for the new driver.
+    later = SubmittedMarker(T0, "job", "test", "host", 8, "/logs/job.log")
+    assert watch(since_batch=4).observe(None, None, report, now, submitted=later).state == (
+        "waiting"
+    )

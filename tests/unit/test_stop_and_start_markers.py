@@ -136,7 +136,7 @@ def test_the_transformation_module_must_be_findable(tmp_path: Path) -> None:
     good = spec(transformation="mycode.jobs:transform", python_path=[str(tmp_path)])
     check_code_visible(good, search_path=[])  # found, and not imported (it would raise)
     missing = spec(transformation="othercode.jobs:transform", python_path=[str(tmp_path)])
-    with pytest.raises(JobSpecError, match="'transformation': module 'othercode.jobs'"):
+    with pytest.raises(JobSpecError, match=r"'transformation': module 'othercode\.jobs'"):
         check_code_visible(missing, search_path=[])
     gone = spec(transformation="mycode.jobs:transform", python_path=[str(tmp_path / "nope")])
     with pytest.raises(JobSpecError, match=r"python_path\[0\].*does not exist"):
