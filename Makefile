@@ -10,8 +10,10 @@ setup:
 demo: setup
 	$(PY) -m airflow_provider_kafkaspark.demo
 
-test: setup
-	$(PY) -m pytest tests -ra
+# Lint and the pure unit tests first: they fail in a minute where the rest takes twenty.
+test: setup lint
+	$(PY) -m pytest tests/unit -ra -q --durations=5
+	$(PY) -m pytest tests/integration tests/e2e tests/reliability -ra --durations=25
 
 unit: setup
 	$(PY) -m pytest tests/unit -ra
