@@ -117,8 +117,7 @@ class CommitWatch(threading.Thread):
 def supervisor_state(checkpoint: Path) -> dict[str, Any]:
     """What the local supervisor last wrote: `attempt` counts runner starts (1 = none
     restarted), `gave_up` whether the restart budget ran out."""
-    from airflow_provider_kafkaspark.core.control import ControlFolder
-    from airflow_provider_kafkaspark.core.control import SUPERVISOR_FILE
+    from airflow_provider_kafkaspark.core.control import SUPERVISOR_FILE, ControlFolder
 
     location = ControlFolder(str(checkpoint)).location
     if not location.exists(SUPERVISOR_FILE):
