@@ -12,16 +12,32 @@ class Profile:
 
     name: str
     driver_kills: int
-    kill_events: int
+    # driver_kills' input: events/s while the kills go on (they flow until the last kill is
+    # done, however long that takes), and a cap on their number against a run that never
+    # ends. The events checked are those the broker acknowledged.
+    kill_event_rate: float
+    kill_events_cap: int
     restores: int
     seed: int = 20261122
 
     @classmethod
     def named(cls, name: str) -> Profile:
         if name == "short":
-            return cls("short", driver_kills=5, kill_events=200_000, restores=4)
+            return cls(
+                "short",
+                driver_kills=5,
+                kill_event_rate=1_600.0,
+                kill_events_cap=5_000_000,
+                restores=4,
+            )
         if name == "long":
-            return cls("long", driver_kills=25, kill_events=400_000, restores=10)
+            return cls(
+                "long",
+                driver_kills=25,
+                kill_event_rate=700.0,
+                kill_events_cap=10_000_000,
+                restores=10,
+            )
         raise ValueError(f"unknown profile {name!r}: short or long")
 
 

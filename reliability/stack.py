@@ -4,13 +4,14 @@ started, killed and stopped through the same functions the Airflow operators cal
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
@@ -18,19 +19,45 @@ from airflow_provider_kafkaspark.local.jobs import LocalJobHandle
 
 MASTER = "local[2]"
 
+T = TypeVar("T")
+
 
 def log(scenario: str, message: str) -> None:
     print(f"[reliability:{scenario}] {message}", flush=True)
 
 
 def wait_for(
-    what: str, predicate: Callable[[], bool], timeout_s: float, poll_s: float = 0.5
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout_s:g}s waiting for {what}")
+    what: str,
+    observe: Callable[[], T],
+    timeout_s: float,
+    poll_s: float = 0.5,
+    *,
+    done: Callable[[T], bool] = bool,
+) -> T:
+    """Poll `observe()` until `done(observation)` holds and return that observation.
+
+    Gives up after `timeout_s` with a TimeoutError that says what it waited for, for how
+    long, and what it saw last. The bound is a cap for a machine that is slow or stuck, never
+    the time something is expected to take: the wait ends as soon as the condition holds.
+    Exceptions from `observe` (a driver found dead, say) end the wait at once.
+    """
+    started = time.monotonic()
+    while True:
+        seen = observe()
+        if done(seen):
+            return seen
+        waited = time.monotonic() - started
+        if waited > timeout_s:
+            raise TimeoutError(
+                f"gave up after {waited:.0f}s (bound {timeout_s:g}s) waiting for {what}; "
+                f"last saw: {_shown(seen)}"
+            )
         time.sleep(poll_s)
+
+
+def _shown(value: Any, limit: int = 600) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- Kafka ------------------------------------------------------------------------------
@@ -66,79 +93,143 @@ def partition_count(bootstrap: str, topic: str) -> int:
     return len(metadata.topics[topic].partitions)
 
 
-class SteadyProducer(threading.Thread):
-    """Produces values str(start) .. str(start + count - 1) at about `rate` records/s.
+class Record(NamedTuple):
+    """One record a PacedProducer sends: partition None lets the key pick it."""
 
-    Keyed by the value; each record goes to partition value % (the topic's current partition
-    count, re-read every second), so partitions added while it runs get records at once.
+    key: bytes
+    value: bytes
+    partition: int | None = None
+    timestamp_ms: int | None = None
+
+
+class PacedProducer(threading.Thread):
+    """Produces `record(0)`, `record(1)`, ... to `topic` at about `rate` records/s until the
+    scenario calls `stop()` (or `finish()`), or until a cap is reached: `count` records or
+    `max_seconds` of producing, whichever comes first.
+
+    The caps are generous limits against a run that never ends, not the amount of input a
+    scenario needs: a scenario that needs input flowing until its last fault keeps the
+    producer running until then and stops it, however long the faults took on this
+    machine. `ended_by` says why it ended ("stop", "count cap", "time cap", or the error
+    that ended it); a scenario
+    checks what was acked (`acked`, the subclass's own record of acked records), never what
+    it meant to produce.
     """
 
     def __init__(
         self,
         bootstrap: str,
         topic: str,
-        count: int,
         rate: float,
         *,
-        start: int = 0,
+        count: int,
+        max_seconds: float | None = None,
         extra_config: dict[str, Any] | None = None,
+        name: str | None = None,
     ) -> None:
-        super().__init__(daemon=True, name=f"steady-producer-{topic}")
-        self.bootstrap, self.topic, self.count, self.rate = bootstrap, topic, count, rate
-        self.start_value = start
-        self.extra_config = dict(extra_config or {})
+        super().__init__(daemon=True, name=name or f"producer-{topic}")
+        self.bootstrap, self.topic, self.rate = bootstrap, topic, rate
+        self.count, self.max_seconds = count, max_seconds
+        self.extra_config = {"linger.ms": 5, "enable.idempotence": True, **(extra_config or {})}
+        self.produced = 0
         self.acked = 0
         self.errors: list[str] = []
-        self.produced = 0
+        self.ended_by: str | None = None
         self._stop_event = threading.Event()
+        self._lock = threading.Lock()
+
+    # -- what a subclass says -------------------------------------------------------------
+
+    def record(self, index: int) -> Record:
+        raise NotImplementedError
+
+    def on_acked(self, index: int) -> None:
+        """Called (on this thread) for each record the broker acknowledged."""
+
+    # -- control --------------------------------------------------------------------------
 
     def stop(self) -> None:
+        """Produce nothing more; what was produced is still flushed."""
         self._stop_event.set()
 
+    @property
+    def ended_early(self) -> bool:
+        """Whether something other than the scenario (a cap, an error) ended the producing."""
+        return self.ended_by not in (None, "stop")
+
+    def status(self) -> str:
+        state = "running" if self.is_alive() else f"ended by {self.ended_by or 'nothing yet'}"
+        return (
+            f"{self.name}: {state}, {self.produced} produced, {self.acked} acked, "
+            f"{len(self.errors)} errors {self.errors[:3]}"
+        )
+
+    def wait_ended(self, timeout_s: float) -> None:
+        """Wait (bounded) until the producer ended (stopped or capped) and flushed."""
+        self.join(timeout_s)
+        if self.is_alive():
+            raise TimeoutError(
+                f"gave up after {timeout_s:g}s waiting for {self.name} to flush and end; "
+                f"last saw: {self.status()}"
+            )
+
+    def finish(self, timeout_s: float = 180.0) -> None:
+        """Stop producing and wait (bounded) until every record produced was answered."""
+        self.stop()
+        self.wait_ended(timeout_s)
+
+    def wait_acked(self, timeout_s: float) -> None:
+        """Wait (bounded) until the producer reached its count cap and flushed; raises unless
+        every record was acked."""
+        self.wait_ended(timeout_s)
+        if self.errors or self.acked != self.produced or self.ended_by != "count cap":
+            raise RuntimeError(f"not every record was acked: {self.status()}")
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _delivered(self, index: int, err: Any, _msg: Any) -> None:
+        if err is None:
+            with self._lock:
+                self.acked += 1
+            self.on_acked(index)
+        else:
+            self.errors.append(str(err))
+
     def run(self) -> None:
+        try:
+            self._produce()
+        except Exception as exc:  # noqa: BLE001 - kept for the scenario's checks and waits
+            self.errors.append(f"producer failed: {type(exc).__name__}: {exc}")
+            self.ended_by = f"error: {type(exc).__name__}: {exc}"
+
+    def _produce(self) -> None:
         from confluent_kafka import KafkaError, KafkaException, Producer
 
-        def on_delivery(err: Any, _msg: Any) -> None:
-            if err is None:
-                self.acked += 1
-            else:
-                self.errors.append(str(err))
-
-        producer = Producer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "linger.ms": 5,
-                "enable.idempotence": True,
-                **self.extra_config,
-            }
-        )
-        partitions = partition_count(self.bootstrap, self.topic)
+        producer = Producer({"bootstrap.servers": self.bootstrap, **self.extra_config})
         began = time.monotonic()
-        refreshed = began
         for i in range(self.count):
             if self._stop_event.is_set():
+                self.ended_by = "stop"
                 break
             now = time.monotonic()
-            if now - refreshed > 1.0:
-                # Metadata can come back empty or fail while a broker is down: keep the
-                # count known so far then.
-                try:
-                    partitions = partition_count(self.bootstrap, self.topic) or partitions
-                except KafkaException:
-                    pass
-                refreshed = now
+            if self.max_seconds is not None and now - began > self.max_seconds:
+                self.ended_by = "time cap"
+                break
+            # Pacing only: the rate, not a duration anything waits for.
             ahead = began + i / self.rate - now
             if ahead > 0:
                 time.sleep(ahead)
-            value = str(self.start_value + i).encode()
+            rec = self.record(i)
             while True:
                 try:
                     producer.produce(
                         self.topic,
-                        key=value,
-                        value=value,
-                        partition=(self.start_value + i) % partitions,
-                        on_delivery=on_delivery,
+                        key=rec.key,
+                        value=rec.value,
+                        # -1: the key picks the partition; 0: stamped with the producer's clock.
+                        partition=-1 if rec.partition is None else rec.partition,
+                        timestamp=0 if rec.timestamp_ms is None else rec.timestamp_ms,
+                        on_delivery=functools.partial(self._delivered, i),
                     )
                     break
                 except BufferError:
@@ -151,18 +242,82 @@ class SteadyProducer(threading.Thread):
                     producer.list_topics(self.topic, timeout=10)
             self.produced += 1
             producer.poll(0)
+        else:
+            self.ended_by = "count cap"
         remaining = producer.flush(120)
         if remaining:
-            self.errors.append(f"{remaining} records not delivered")
+            self.errors.append(f"{remaining} records not delivered after a 120 s flush")
+
+
+class SteadyProducer(PacedProducer):
+    """Produces values str(start), str(start + 1), ... at about `rate` records/s, until
+    stopped or a cap (`count` records, `max_seconds`) is reached.
+
+    Keyed by the value; each record goes to partition value % (the topic's current partition
+    count, re-read every second), so partitions added while it runs get records at once.
+    Records carry `timestamp_ms` when given (the producer's clock otherwise).
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        count: int,
+        rate: float,
+        *,
+        start: int = 0,
+        max_seconds: float | None = None,
+        extra_config: dict[str, Any] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> None:
+        super().__init__(
+            bootstrap,
+            topic,
+            rate,
+            count=count,
+            max_seconds=max_seconds,
+            extra_config=extra_config,
+            name=f"steady-producer-{topic}",
+        )
+        self.start_value = start
+        self.timestamp_ms = timestamp_ms
+        self.acked_values: list[str] = []
+        self._partitions = 0
+        self._refreshed = 0.0
+
+    def record(self, index: int) -> Record:
+        from confluent_kafka import KafkaException
+
+        now = time.monotonic()
+        if self._partitions == 0:
+            self._partitions = partition_count(self.bootstrap, self.topic)
+            self._refreshed = now
+        elif now - self._refreshed > 1.0:
+            # Metadata can come back empty or fail while a broker is down: keep the count
+            # known so far then.
+            try:
+                self._partitions = partition_count(self.bootstrap, self.topic) or self._partitions
+            except KafkaException:
+                pass
+            self._refreshed = now
+        value = self.start_value + index
+        raw = str(value).encode()
+        return Record(raw, raw, value % self._partitions, self.timestamp_ms)
+
+    def on_acked(self, index: int) -> None:
+        self.acked_values.append(str(self.start_value + index))
 
     @property
     def values(self) -> list[str]:
-        """The values produced (acked or not: check `errors` before trusting them)."""
-        return [str(self.start_value + i) for i in range(self.produced)]
+        """The values the broker acknowledged: what a reader of the topic must find."""
+        return list(self.acked_values)
 
 
 def read_committed(bootstrap: str, topic: str, timeout_s: float = 120) -> list[bytes]:
-    """Every value of `topic` a read_committed consumer sees, up to each partition's EOF."""
+    """Every value of `topic` a read_committed consumer sees, up to each partition's EOF.
+
+    Gives up only when nothing new (no record, no partition reaching its end) arrived for
+    `timeout_s`: a big topic on a slow machine takes as long as it takes."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     partitions = partition_count(bootstrap, topic)
@@ -178,14 +333,19 @@ def read_committed(bootstrap: str, topic: str, timeout_s: float = 120) -> list[b
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[bytes] = []
     at_end: set[int | None] = set()
-    deadline = time.monotonic() + timeout_s
+    progress = time.monotonic()
     try:
         while len(at_end) < partitions:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic}: only partitions {at_end} at end")
+            if time.monotonic() - progress > timeout_s:
+                raise TimeoutError(
+                    f"gave up reading {topic} (read_committed) to the end of its {partitions} "
+                    f"partitions: nothing new for {timeout_s:g}s; last saw {len(values)} values, "
+                    f"partitions at end {sorted(p for p in at_end if p is not None)}"
+                )
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
+            progress = time.monotonic()
             error = msg.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
@@ -197,16 +357,29 @@ def read_committed(bootstrap: str, topic: str, timeout_s: float = 120) -> list[b
     return values
 
 
-def produce_all(bootstrap: str, topic: str, *, start: int, count: int) -> None:
+def produce_all(
+    bootstrap: str,
+    topic: str,
+    *,
+    start: int,
+    count: int,
+    rate: float = 5_000,
+    extra_config: dict[str, Any] | None = None,
+    timestamp_ms: int | None = None,
+) -> SteadyProducer:
     """Produce values str(start) .. str(start + count - 1) now; raises unless all are acked."""
-    producer = SteadyProducer(bootstrap, topic, count, rate=5_000, start=start)
+    producer = SteadyProducer(
+        bootstrap,
+        topic,
+        count,
+        rate,
+        start=start,
+        extra_config=extra_config,
+        timestamp_ms=timestamp_ms,
+    )
     producer.start()
-    producer.join(120)
-    if producer.is_alive() or producer.errors or producer.acked != count:
-        raise RuntimeError(
-            f"producing {count} records to {topic}: {producer.acked} acked, "
-            f"errors {producer.errors[:3]}"
-        )
+    producer.wait_acked(timeout_s=count / rate + 180)
+    return producer
 
 
 Marks = dict[int, tuple[int, int]]
@@ -330,13 +503,18 @@ def wait_committed_beyond(
     """Wait until a batch after `batch` is committed; the driver must stay alive."""
     from airflow_provider_kafkaspark.local.jobs import read_log
 
-    def advanced() -> bool:
+    def latest() -> int:
         if not handle.is_alive():
             raise RuntimeError(f"driver {handle.pid} exited:\n{read_log(handle)}")
-        return committed(checkpoint) > batch
+        return committed(checkpoint)
 
-    wait_for(f"a batch after {batch} on {checkpoint}", advanced, timeout_s)
-    return committed(checkpoint)
+    return wait_for(
+        f"driver {handle.pid} to commit a batch after {batch} on {checkpoint} "
+        "(last committed batch shown)",
+        latest,
+        timeout_s,
+        done=lambda seen: seen > batch,
+    )
 
 
 def wait_caught_up(
@@ -350,19 +528,29 @@ def wait_caught_up(
 
     with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:
 
-        def done() -> bool:
+        def position() -> tuple[bool, str]:
             if not handle.is_alive():
                 raise RuntimeError(f"driver {handle.pid} exited:\n{read_log(handle)}")
+            ends = end_offsets(kafka, topics)
             try:
-                position = CheckpointReader(str(checkpoint)).position()
-            except Exception:  # noqa: BLE001 - not written yet
-                return False
-            return caught_up(position, end_offsets(kafka, topics))
+                at = CheckpointReader(str(checkpoint)).position()
+            except Exception as exc:  # noqa: BLE001 - not written yet
+                return False, f"no readable checkpoint yet ({type(exc).__name__}); ends {ends}"
+            return caught_up(at, ends), (
+                f"batch {at.latest_committed} committed at {at.committed_offsets}, "
+                f"pending {at.pending_batch}; ends {ends}"
+            )
 
-        wait_for(f"{checkpoint} to catch up with {topics}", done, timeout_s, poll_s=1.0)
+        wait_for(
+            f"{checkpoint} to catch up with {topics}",
+            position,
+            timeout_s,
+            poll_s=1.0,
+            done=lambda seen: seen[0],
+        )
 
 
-def stop(handle: LocalJobHandle, scenario: str) -> int:
+def stop(handle: LocalJobHandle, scenario: str, exit_timeout_s: float = 120) -> int:
     """Graceful stop as StopStreamingJobOperator does it; returns the last committed batch."""
     from airflow_provider_kafkaspark.lifecycle import stop_job
     from airflow_provider_kafkaspark.local.jobs import read_log, wait_exit
@@ -376,12 +564,25 @@ def stop(handle: LocalJobHandle, scenario: str) -> int:
     )
     if report is None or not report.clean:
         raise RuntimeError(f"driver {handle.pid} did not stop cleanly:\n{read_log(handle)}")
-    wait_exit(handle, 60)
+    # The stopped report is written before the process ends: wait for the end itself.
+    if wait_exit(handle, exit_timeout_s) is None:
+        raise TimeoutError(
+            f"gave up after {exit_timeout_s:g}s waiting for driver {handle.pid} to exit after "
+            f"its clean stopped report; last saw it alive:\n{read_log(handle)}"
+        )
     return report.last_committed_batch if report.last_committed_batch is not None else -1
 
 
-def kill(handle: LocalJobHandle) -> None:
-    """SIGKILL the driver's whole process group, as a crashed machine would."""
+def kill(handle: LocalJobHandle, timeout_s: float = 120) -> None:
+    """SIGKILL the driver's whole process group, as a crashed machine would, and wait
+    (bounded) until it is gone."""
     from airflow_provider_kafkaspark.local.jobs import kill_driver
 
     kill_driver(handle)
+    wait_for(
+        f"driver {handle.pid} to be gone after SIGKILL (alive?)",
+        handle.is_alive,
+        timeout_s,
+        poll_s=0.2,
+        done=lambda alive: not alive,
+    )

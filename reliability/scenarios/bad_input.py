@@ -1070,11 +1070,7 @@ def make_seed(workdir: Path, seed: Path) -> str:
     try:
         bootstrap = kafka.bootstrap_servers
         stack.create_topics(bootstrap, {SOURCE: 1, SINK: 1})
-        producer = stack.SteadyProducer(bootstrap, SOURCE, count=40, rate=400)
-        producer.start()
-        producer.join(120)
-        if producer.errors:
-            raise RuntimeError(f"seed records not delivered: {producer.errors[:3]}")
+        stack.produce_all(bootstrap, SOURCE, start=0, count=40, rate=400)
         checkpoint = seed / "checkpoint"
         spec = stack.passthrough_spec(
             bootstrap=bootstrap,

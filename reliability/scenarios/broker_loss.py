@@ -52,12 +52,15 @@ OUTAGES: dict[str, list[tuple[str, int]]] = {
 DECOMMISSIONED = 1
 
 PRELOAD = 1_000
-STEADY_CAP, STEADY_RATE = 60_000, 500.0
+STEADY_RATE = 500.0
+# A cap on the steady input, not its amount: the scenario stops it once the job recovered
+# from the last outage. It lies beyond the bounds of every wait of an outage, so a wait gives
+# up (and says what it saw) before the input could end on its own.
+STEADY_CAP_S_PER_OUTAGE = 1_800.0
 TAIL, TAIL_RATE = 5_000, 1_000.0
-# Long enough for the cluster to notice the crash (broker.session.timeout.ms, 9 s) and move
-# the dead node's leaderships and transaction coordinators, so the job writes through a
-# cluster that has re-elected, not one still waiting on the dead broker.
-DOWN_S = 20.0
+# How long the cluster may take to notice a lost broker (broker.session.timeout.ms, 9 s, for
+# a crash) and move its leaderships and transaction coordinators: a bound, not a wait.
+REELECTION_TIMEOUT_S = 180.0
 
 # The stall bound around an outage. Seen here: 16-38 s, most of it the Spark Kafka source's
 # admin client giving up a listOffsets call after 30 s ("Timed out waiting for a node
@@ -138,18 +141,53 @@ def wait_in_sync(bootstrap: str, timeout_s: float) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
 
-    def in_sync() -> bool:
+    def out_of_sync() -> list[str]:
         try:
             metadata = admin.list_topics(timeout=5)
-        except Exception:  # noqa: BLE001 - retried until the deadline
-            return False
-        return all(
-            len(p.isrs) == len(p.replicas)
+        except Exception as exc:  # noqa: BLE001 - retried until the bound
+            return [f"no metadata: {exc}"]
+        return [
+            f"{topic.topic}-{p.id} (replicas {p.replicas}, isr {p.isrs})"
             for topic in metadata.topics.values()
             for p in topic.partitions.values()
-        )
+            if len(p.isrs) != len(p.replicas)
+        ]
 
-    stack.wait_for("every replica back in sync", in_sync, timeout_s, poll_s=1.0)
+    stack.wait_for(
+        "every replica back in sync (partitions out of sync shown)",
+        out_of_sync,
+        timeout_s,
+        poll_s=1.0,
+        done=lambda seen: seen == [],
+    )
+
+
+def wait_reelected(bootstrap: str, node: int, timeout_s: float) -> None:
+    """Until no partition (internal ones too) has broker `node` as its leader or in its ISR:
+    the cluster noticed the broker is gone and moved its leaderships."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+
+    def still_on_node() -> list[str]:
+        try:
+            metadata = admin.list_topics(timeout=5)
+        except Exception as exc:  # noqa: BLE001 - retried until the bound
+            return [f"no metadata: {exc}"]
+        return [
+            f"{topic.topic}-{p.id} (leader {p.leader}, isr {p.isrs})"
+            for topic in metadata.topics.values()
+            for p in topic.partitions.values()
+            if p.leader == node or node in p.isrs
+        ]
+
+    stack.wait_for(
+        f"the cluster to move broker {node}'s leaderships (partitions still on it shown)",
+        still_on_node,
+        timeout_s,
+        poll_s=1.0,
+        done=lambda seen: seen == [],
+    )
 
 
 def probe_until_named(address: str, since: float, bound_s: float) -> tuple[float, dict[str, Any]]:
@@ -201,12 +239,11 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             replication=3,
             config={"min.insync.replicas": "2"},
         )
-        preload = stack.SteadyProducer(
-            everyone, SOURCE, PRELOAD, 5_000.0, extra_config={"acks": "all"}
+        producers.append(
+            stack.produce_all(
+                everyone, SOURCE, start=0, count=PRELOAD, extra_config={"acks": "all"}
+            )
         )
-        producers.append(preload)
-        preload.start()
-        preload.join(120)
 
         # -- part 1: brokers lost under a running job, and brought back ----------------------
         spec = stack.passthrough_spec(
@@ -217,20 +254,22 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         stack.wait_committed_beyond(handle, checkpoint, -1, START_TIMEOUT_S)
         watch.start()
         outages = OUTAGES[profile.name]
-        # A cap, not the amount: the producer is stopped once the job recovered from the last
-        # outage, so that the job has new records to commit (or stall on) throughout, however
-        # long the broker takes to come back.
+        # Stopped once the job recovered from the last outage, so that the job has new
+        # records to commit (or stall on) throughout, however long the broker takes to come
+        # back; the caps only end a run that never would.
         steady = stack.SteadyProducer(
             everyone,
             SOURCE,
-            STEADY_CAP * len(outages),
+            10**9,
             STEADY_RATE,
             start=PRELOAD,
+            max_seconds=STEADY_CAP_S_PER_OUTAGE * len(outages),
             extra_config={"acks": "all"},
         )
         producers.append(steady)
         steady.start()
         windows: list[tuple[float, float]] = []
+        input_flowing: list[bool] = []
         for how, node in outages:
             wait_in_sync(everyone, 180)
             flowing = stack.wait_committed_beyond(
@@ -243,21 +282,28 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             else:
                 cluster.stop_broker(node)
             result.faults_injected += 1
-            time.sleep(DOWN_S)
-            stack.log(NAME, f"restarting broker {node} after {DOWN_S:g}s")
+            # The broker stays down until the cluster has moved its leaderships (and with
+            # them the transaction coordinators) and the job has committed a batch through
+            # the re-elected cluster, not one still waiting on the dead broker.
+            wait_reelected(everyone, node, REELECTION_TIMEOUT_S)
+            through = stack.wait_committed_beyond(
+                handle, checkpoint, stack.committed(checkpoint), MAX_GAP_S + START_TIMEOUT_S
+            )
+            stack.log(
+                NAME,
+                f"batch {through} committed through the re-elected cluster; restarting broker "
+                f"{node} after {time.monotonic() - down_at:.1f}s down",
+            )
             cluster.start_broker(node, timeout=180)
             up_at = time.monotonic()
-            if steady.is_alive():
-                stack.wait_committed_beyond(
-                    handle, checkpoint, stack.committed(checkpoint), MAX_GAP_S + START_TIMEOUT_S
-                )
-            else:
-                # Only on a very slow machine: no new records, so no new batch to wait for;
-                # catching up below shows the job came through.
-                stack.log(NAME, "the producer reached its cap before the broker was back")
+            input_flowing.append(steady.is_alive())
+            stack.wait_committed_beyond(
+                handle, checkpoint, stack.committed(checkpoint), MAX_GAP_S + START_TIMEOUT_S
+            )
             windows.append((down_at, up_at))
-        steady.stop()
-        steady.join(180)
+        input_flowing.append(steady.is_alive())
+        steady.finish(180)
+        result.check("input_flowing_through_outages", all(input_flowing), steady.status())
         stack.wait_caught_up(handle, checkpoint, everyone, [SOURCE], CATCH_UP_TIMEOUT_S)
         watch.stop()
         stalls = [watch.stall(down_at, up_at) for down_at, up_at in windows]
@@ -313,7 +359,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         first_batch_s = time.monotonic() - submitted_at
         stack.log(NAME, f"batch {after} committed {first_batch_s:.1f}s after the submit")
         result.check("first_batch_after_submit_s", True, round(first_batch_s, 1))
-        tail.join(TAIL / TAIL_RATE + 180)
+        tail.wait_ended(TAIL / TAIL_RATE + 180)
         stack.wait_caught_up(handle, checkpoint, live, [SOURCE], CATCH_UP_TIMEOUT_S)
         state = supervisor_state(checkpoint)
         restarts_2 = restarts_of(checkpoint)

@@ -20,6 +20,9 @@ TITLE = "source partitions added while running and while stopped"
 
 SOURCE, SINK = "grow_source", "grow_sink"
 RATE = 300.0
+# A cap on the input, not its amount: the scenario stops the producer once the restored job
+# committed a batch; the cap only ends a run that never would.
+PRODUCE_CAP_S = 3_600.0
 
 
 def _committed_offsets(checkpoint: Path) -> dict[int, int]:
@@ -46,7 +49,9 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         spec = stack.passthrough_spec(
             bootstrap=bootstrap, checkpoint=checkpoint, source=SOURCE, sink=SINK, job_name="grow"
         )
-        producer = stack.SteadyProducer(bootstrap, SOURCE, count=10**9, rate=RATE)
+        producer = stack.SteadyProducer(
+            bootstrap, SOURCE, count=10**9, rate=RATE, max_seconds=PRODUCE_CAP_S
+        )
         producer.start()
         try:
             handle = stack.submit(spec, workdir / "driver")
@@ -57,13 +62,17 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
 
             running = handle
 
-            def reads_new_partitions() -> bool:
+            def committed_offsets() -> dict[int, int]:
                 if not running.is_alive():
                     raise RuntimeError(f"driver {running.pid} exited")
-                offsets = _committed_offsets(checkpoint)
-                return all(offsets.get(p, 0) > 0 for p in (2, 3))
+                return _committed_offsets(checkpoint)
 
-            stack.wait_for("the job to read partitions 2 and 3", reads_new_partitions, 180)
+            stack.wait_for(
+                "the job to commit offsets in partitions 2 and 3 (committed offsets shown)",
+                committed_offsets,
+                180,
+                done=lambda offsets: all(offsets.get(p, 0) > 0 for p in (2, 3)),
+            )
             batch = stack.stop(handle, NAME)
             handle = None
             manifest = savepoint_after_stop(
@@ -74,9 +83,10 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             stack.log(NAME, f"stopped after batch {batch}; source grown to 6 partitions")
             # Let records land in the new partitions while the job is down.
             stack.wait_for(
-                "records in partitions 4 and 5",
-                lambda: _new_partition_ends(bootstrap, (4, 5)) >= 2 * RATE // 6,
-                60,
+                f"{2 * RATE // 6:g} records in partitions 4 and 5 (records there shown)",
+                lambda: _new_partition_ends(bootstrap, (4, 5)),
+                120,
+                done=lambda records: records >= 2 * RATE // 6,
             )
             restored, summary = restore_for_submit(
                 spec,
@@ -89,8 +99,12 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             handle = stack.submit(restored, workdir / "driver")
             result.restarts += 1
             stack.wait_committed_beyond(handle, checkpoint, batch, timeout_s=300)
-            producer.stop()
-            producer.join(timeout=300)
+            result.check(
+                "input_flowing_until_restored",
+                not producer.ended_early,
+                producer.ended_by or "running",
+            )
+            producer.finish(timeout_s=300)
             result.check("producer_errors", not producer.errors, producer.errors[:3])
             stack.wait_caught_up(handle, checkpoint, bootstrap, [SOURCE], timeout_s=600)
             stack.stop(handle, NAME)

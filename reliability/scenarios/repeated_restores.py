@@ -21,6 +21,9 @@ TITLE = "stop with savepoint and restore, alternating checkpoint and offsets mod
 SOURCE, SINK = "restores_source", "restores_sink"
 PARTITIONS = 3
 RATE = 300.0
+# A cap on the input, not its amount: the scenario stops the producer once the last restored
+# job committed a batch; the cap only ends a run that never would.
+PRODUCE_CAP_S = 3_600.0
 
 
 def run(profile: Profile, workdir: Path) -> ScenarioResult:
@@ -44,7 +47,9 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             sink=SINK,
             job_name="restores",
         )
-        producer = stack.SteadyProducer(bootstrap, SOURCE, count=10**9, rate=RATE)
+        producer = stack.SteadyProducer(
+            bootstrap, SOURCE, count=10**9, rate=RATE, max_seconds=PRODUCE_CAP_S
+        )
         producer.start()
         try:
             handle = stack.submit(spec, workdir / "driver")
@@ -77,8 +82,12 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
                 # In offsets mode the fresh checkpoint numbers its batches from 0 again.
                 batch = -1 if mode == "offsets" else batch
             stack.wait_committed_beyond(handle, checkpoint, batch, timeout_s=300)
-            producer.stop()
-            producer.join(timeout=300)
+            result.check(
+                "input_flowing_until_restored",
+                not producer.ended_early,
+                producer.ended_by or "running",
+            )
+            producer.finish(timeout_s=300)
             result.check("producer_errors", not producer.errors, producer.errors[:3])
             stack.wait_caught_up(handle, checkpoint, bootstrap, [SOURCE], timeout_s=600)
             stack.stop(handle, NAME)

@@ -55,6 +55,12 @@ AFTER = 1_000  # produced once retention is reset: what the restored job must re
 TINY_RETENTION_MS = "100"
 JOB_TIMEOUT_S = 300.0
 KAFKA_TIMEOUT_S = 120.0
+# The AFTER records are stamped this far ahead: the broker applies a dropped retention.ms to
+# its log a moment after it reports the topic's config without it, and records stamped
+# "now" could still meet the tiny retention then. Stamped ahead, no retention check deletes
+# them however late the log learns of the reset (Kafka accepts stamps up to an hour ahead
+# by default: log.message.timestamp.after.max.ms).
+AFTER_STAMP_AHEAD_MS = 30 * 60 * 1000
 
 BROKER_CONFIG = {
     # Retention is checked every second instead of every 5 minutes, from the start (the
@@ -101,15 +107,20 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         result.faults_injected += 1
         stack.log(NAME, f"{LOST} records produced while stopped; retention.ms={TINY_RETENTION_MS}")
         stack.wait_for(
-            "retention to delete every record of the source topic",
-            lambda: all(
-                low == high for low, high in stack.log_marks(bootstrap, SOURCE, PARTITIONS).values()
-            ),
+            "retention to delete every record of the source topic ((start, end) shown)",
+            lambda: stack.log_marks(bootstrap, SOURCE, PARTITIONS),
             KAFKA_TIMEOUT_S,
+            done=lambda marks: all(low == high for low, high in marks.values()),
         )
         set_retention(bootstrap, None)
         wait_retention_reset(bootstrap)
-        stack.produce_all(bootstrap, SOURCE, start=BEFORE + LOST, count=AFTER)
+        stack.produce_all(
+            bootstrap,
+            SOURCE,
+            start=BEFORE + LOST,
+            count=AFTER,
+            timestamp_ms=int(time.time() * 1000) + AFTER_STAMP_AHEAD_MS,
+        )
         marks = stack.log_marks(bootstrap, SOURCE, PARTITIONS)
         stack.log(NAME, f"retention reset, {AFTER} more records; (start, end) now {marks}")
 
@@ -264,19 +275,22 @@ def set_retention(bootstrap: str, retention_ms: str | None, topic: str = SOURCE)
 
 
 def wait_retention_reset(bootstrap: str, topic: str = SOURCE) -> None:
-    """Until the topic no longer has its own retention.ms, plus a few retention checks: the
-    records produced next must not meet the tiny retention still applied to the log."""
+    """Until the topic no longer has its own retention.ms (the records produced next are
+    stamped ahead so that the log applying the reset a moment later does not matter)."""
     from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
 
-    def reset() -> bool:
+    def retention() -> tuple[str | None, str]:
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
         for future in admin.describe_configs([resource]).values():
             entry = future.result(60)["retention.ms"]
-            if ConfigSource(entry.source) is ConfigSource.DYNAMIC_TOPIC_CONFIG:
-                return False
-        return True
+            return entry.value, ConfigSource(entry.source).name
+        return None, "not described"
 
-    stack.wait_for(f"{topic} to drop its retention.ms", reset, KAFKA_TIMEOUT_S)
-    time.sleep(3)
+    stack.wait_for(
+        f"{topic} to drop its retention.ms (value, source shown)",
+        retention,
+        KAFKA_TIMEOUT_S,
+        done=lambda seen: seen[1] != ConfigSource.DYNAMIC_TOPIC_CONFIG.name,
+    )

@@ -16,7 +16,6 @@ Before the fault, the sink is checked to hold each record the job read exactly o
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
@@ -178,22 +177,31 @@ def recreate_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.delete_topics([topic], operation_timeout=30).values():
         future.result(60)
-    deadline = time.monotonic() + KAFKA_TIMEOUT_S
-    while True:
+
+    def create() -> str | None:
+        """None once created; the retriable error while the deletion is in progress."""
         try:
             stack.create_topics(bootstrap, {topic: partitions})
-            break
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
             retriable = isinstance(error, KafkaError) and error.code() in (
                 KafkaError.TOPIC_ALREADY_EXISTS,
                 KafkaError.UNKNOWN_TOPIC_OR_PART,
             )
-            if not retriable or time.monotonic() > deadline:
+            if not retriable:
                 raise
-            time.sleep(0.5)
+            return str(error)
+        return None
+
     stack.wait_for(
-        f"{topic} to be recreated with {partitions} partitions",
-        lambda: stack.partition_count(bootstrap, topic) == partitions,
+        f"Kafka to accept {topic} created anew (the last refusal shown)",
+        create,
         KAFKA_TIMEOUT_S,
+        done=lambda refusal: refusal is None,
+    )
+    stack.wait_for(
+        f"{topic} to be recreated with {partitions} partitions (partitions shown)",
+        lambda: stack.partition_count(bootstrap, topic),
+        KAFKA_TIMEOUT_S,
+        done=lambda seen: seen == partitions,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -17,7 +18,12 @@ def create_topic(
     admin = AdminClient({"bootstrap.servers": bootstrap})
     new = NewTopic(topic, num_partitions=partitions, replication_factor=replication, config=config)
     for future in admin.create_topics([new], operation_timeout=30).values():
-        future.result()
+        try:
+            future.result(timeout=120)
+        except FutureTimeout:
+            raise AssertionError(
+                f"gave up after 120s waiting for Kafka at {bootstrap} to create {topic}"
+            ) from None
 
 
 def produce_numbered(
@@ -37,8 +43,11 @@ def produce_numbered(
     for i in range(start, start + count):
         producer.produce(topic, key=str(i).encode(), value=str(i).encode(), on_delivery=on_delivery)
         producer.poll(0)
-    remaining = producer.flush(60)
-    assert remaining == 0 and not errors, f"undelivered={remaining} errors={errors[:3]}"
+    remaining = producer.flush(120)
+    assert remaining == 0 and not errors, (
+        f"producing {count} records to {topic}: {sum(acked.values())} acked, "
+        f"{remaining} still undelivered after a 120 s flush, errors {errors[:3]}"
+    )
     return acked
 
 
@@ -65,7 +74,8 @@ def read_all_values(
 
     Stops at partition EOF rather than at the high watermark: on a transactional topic the
     last offsets are commit/abort markers that no consumer ever receives, and read_committed
-    ends at the last stable offset.
+    ends at the last stable offset. `timeout` bounds a stall (nothing new: no record, no
+    partition reaching its end), not the whole read, which takes as long as the topic needs.
     """
     consumer = Consumer(
         {
@@ -79,13 +89,18 @@ def read_all_values(
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[str] = []
     at_end: set[int] = set()
-    deadline = time.monotonic() + timeout
+    progress = time.monotonic()
     try:
         while len(at_end) < partitions:
-            assert time.monotonic() < deadline, f"read stalled; partitions at end: {at_end}"
+            assert time.monotonic() - progress < timeout, (
+                f"gave up reading {topic} ({isolation}) to the end of its {partitions} "
+                f"partitions: nothing new for {timeout:g}s; last saw {len(values)} values, "
+                f"partitions at end {sorted(at_end)}"
+            )
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
+            progress = time.monotonic()
             error = msg.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:

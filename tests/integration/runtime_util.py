@@ -18,16 +18,40 @@ def start(spec: dict[str, Any], workdir: Path, env: dict[str, str] | None = None
 
 
 def wait_until(
-    handle: LocalJobHandle | None, what: str, check: Callable[[], bool], timeout: float = 180
+    handle: LocalJobHandle | None,
+    what: str,
+    check: Callable[[], bool],
+    timeout: float = 180,
+    *,
+    seen: Callable[[], object] | None = None,
 ) -> None:
-    deadline = time.monotonic() + timeout
+    """Poll `check` until it holds; `timeout` is a bound for a slow or stuck machine, not the
+    time anything is expected to take. Fails at once if the driver exits, and on giving up
+    says what it waited for and what it saw last: `seen()` if given, else the driver's
+    checkpoint (last committed batch, lease), then the driver's log."""
+    started = time.monotonic()
     while not check():
         if handle is not None and not handle.is_alive():
             raise AssertionError(f"driver exited while waiting for {what}:\n{read_log(handle)}")
-        if time.monotonic() > deadline:
+        waited = time.monotonic() - started
+        if waited > timeout:
+            last = seen() if seen is not None else _driver_state(handle)
             log = read_log(handle) if handle else ""
-            raise AssertionError(f"timed out waiting for {what}:\n{log}")
+            raise AssertionError(
+                f"gave up after {waited:.0f}s (bound {timeout:g}s) waiting for {what}; "
+                f"last saw: {last}\n{log}"
+            )
         time.sleep(0.5)
+
+
+def _driver_state(handle: LocalJobHandle | None) -> str:
+    if handle is None:
+        return "the condition false"
+    return (
+        f"the condition false; driver {handle.pid} alive={handle.is_alive()}, "
+        f"last committed batch {committed_batches(handle.checkpoint)}, "
+        f"lease held={has_lease(handle.checkpoint)}"
+    )
 
 
 def committed_batches(checkpoint: str) -> int:

@@ -20,6 +20,10 @@ from reliability.run import run_one, write_results
 from reliability.scenarios import MODULES, available
 
 PROFILE = Profile.named("short")
+# A backstop against a hung run, above the suite's default (pyproject.toml): every wait in a
+# scenario has its own bound and says what it waited for, and a scenario on a slow machine
+# runs as long as its faults take.
+SCENARIO_TIMEOUT_S = 3_600
 _results: dict[str, ScenarioResult] = {}
 
 
@@ -27,6 +31,7 @@ def test_every_scenario_of_the_issue_exists() -> None:
     assert available() == list(MODULES)
 
 
+@pytest.mark.timeout(SCENARIO_TIMEOUT_S)
 @pytest.mark.parametrize("name", MODULES)
 def test_scenario(name: str, tmp_path: Path) -> None:
     result = run_one(name, PROFILE, tmp_path)
