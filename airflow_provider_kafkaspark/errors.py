@@ -78,6 +78,11 @@ class KafkaAccessError(InvalidInputError):
     """Kafka refused the client's credentials, or its ACLs deny the operation."""
 
 
+class KafkaAuthenticationError(KafkaAccessError):
+    """A broker refused the client's credentials (SASL): no retry can succeed until someone
+    fixes the connection."""
+
+
 class ConsumerGroupActiveError(InvalidInputError):
     """A consumer group's offsets cannot be changed while the group has active members."""
 

@@ -19,9 +19,11 @@ from airflow_provider_kafkaspark.core.kafka_client import (
     BOOTSTRAP_SERVERS,
     FUTURE_GRACE_S,
     MIN_REQUEST_S,
+    authentication_failed,
     client_config,
     config_rejected,
     format_address,
+    is_authentication_error,
     kafka_error,
     normal_address,
     parse_server,
@@ -36,6 +38,8 @@ _PROBE_TOPIC = "__consumer_offsets"
 _MAX_PROBE_THREADS = 32
 # New clients a probe may make for one server, until one gets its answer from that server.
 _PROBE_ATTEMPTS = 10
+# How long one metadata request may wait before the probe looks for a refused login.
+_REFUSAL_CHECK_S = 1.0
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -222,7 +226,8 @@ def probe_bootstrap(config: Mapping[str, Any], *, timeout_s: float = 5.0) -> Boo
     Each server gets a TCP connect, then metadata requests from new clients that know only
     that server (with the config's security settings), until one is answered by that server
     itself (see `_ask_metadata`). The probes run in parallel threads, so dead servers cost
-    about one `timeout_s` in all, not one each.
+    about one `timeout_s` in all, not one each. A server that refuses the config's login
+    raises `KafkaAuthenticationError`: no server can be judged with credentials it refuses.
     """
     base = client_config(config, timeout_s)
     servers = split_bootstrap(str(base[BOOTSTRAP_SERVERS]))
@@ -371,14 +376,28 @@ def _metadata_once(server: str, config: Mapping[str, Any], timeout_s: float) -> 
         admin = AdminClient(conf)
     except (KafkaException, TypeError, ValueError) as exc:
         raise _ProbeFailed(str(config_rejected(exc))) from None
+    deadline = time.monotonic() + timeout_s
     try:
-        metadata = admin.list_topics(topic=_PROBE_TOPIC, timeout=timeout_s)
-    except KafkaException as exc:
-        admin.poll(0)  # serves error_cb: librdkafka's reason for the failure is there
-        causes = [e for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
-        error = causes[-1] if causes else kafka_error(exc)
-        detail = error.str() if error is not None else str(exc)
-        raise _ProbeFailed(f"{detail} (within {timeout_s:.1f}s)") from None
+        while True:
+            # In slices: a refused login reaches error_cb only, while the request would wait
+            # for the whole timeout.
+            remaining = deadline - time.monotonic()
+            try:
+                metadata = admin.list_topics(
+                    topic=_PROBE_TOPIC, timeout=max(0.05, min(_REFUSAL_CHECK_S, remaining))
+                )
+                break
+            except KafkaException as exc:
+                admin.poll(0)  # serves error_cb: librdkafka's reason for the failure is there
+                refused = next((e for e in errors if is_authentication_error(e)), None)
+                if refused is not None:
+                    raise authentication_failed(config, refused.str(), broker=server) from None
+                if time.monotonic() < deadline:
+                    continue
+                causes = [e for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
+                error = causes[-1] if causes else kafka_error(exc)
+                detail = error.str() if error is not None else str(exc)
+                raise _ProbeFailed(f"{detail} (within {timeout_s:.1f}s)") from None
     finally:
         del admin  # destroys the client here, in the probe's thread, not at a later GC
     # librdkafka names a broker "host:port/node-id", "host:port/bootstrap" before it knows.

@@ -30,10 +30,12 @@ from airflow_provider_kafkaspark.core.kafka_client import (
     NOT_FOUND,
     TRANSIENT,
     UNAVAILABLE,
+    authentication_failed,
     client_config,
     codes,
     config_rejected,
     format_address,
+    is_authentication_error,
     kafka_error,
     redact,
     secret_values,
@@ -49,6 +51,7 @@ from airflow_provider_kafkaspark.errors import (
     ConsumerGroupActiveError,
     InvalidInputError,
     KafkaAccessError,
+    KafkaAuthenticationError,
     KafkaRequestError,
     KafkaSparkError,
     KafkaUnavailableError,
@@ -63,10 +66,14 @@ if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # The group.id of the consumers that read record timestamps when the config names none. They
 # only assign partitions and never commit, so the group never appears on the broker.
 DEFAULT_GROUP_ID = "kafkaspark-admin"
+# How often a wait for an answer looks at error_cb, where librdkafka reports a refused login
+# (the request itself would only time out).
+_REFUSAL_CHECK_S = 0.2
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -136,6 +143,8 @@ class KafkaFacade:
         self._admin: AdminClient | None = None
         self._lock = threading.Lock()
         self._last_client_error: str | None = None
+        # Sticky: the credentials of a facade never change, so neither does their refusal.
+        self._refused: KafkaAuthenticationError | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -192,7 +201,7 @@ class KafkaFacade:
             counts: dict[str, int] = {}
             for name in names:
                 try:
-                    description = futures[name].result(timeout=remaining + FUTURE_GRACE_S)
+                    description = self._result(futures[name], remaining + FUTURE_GRACE_S)
                 except KafkaException as exc:
                     error = kafka_error(exc)
                     if error is not None and error.code() in absent:
@@ -228,8 +237,8 @@ class KafkaFacade:
                 remaining,
                 read_committed,
             )
-            low = _gather_offsets(lows, remaining)
-            high = _gather_offsets(highs, remaining)
+            low = self._gather_offsets(lows, remaining)
+            high = self._gather_offsets(highs, remaining)
             return {tp: Watermarks(low[tp], high[tp]) for tp in tps}
 
         return self._call("watermarks", ask)
@@ -263,8 +272,8 @@ class KafkaFacade:
                 remaining,
                 False,
             )
-            found = _gather_offsets(by_time, remaining)
-            end = _gather_offsets(ends, remaining)
+            found = self._gather_offsets(by_time, remaining)
+            end = self._gather_offsets(ends, remaining)
             return {tp: found[tp] if found[tp] >= 0 else end[tp] for tp in tps}
 
         return self._call("offsets for times", ask)
@@ -316,6 +325,7 @@ class KafkaFacade:
                         "record timestamps", f"no record from partitions {missing}"
                     )
                 message = consumer.poll(min(remaining, 0.5))
+                self._raise_if_refused()
                 if message is None:
                     continue
                 topic, partition = message.topic(), message.partition()
@@ -372,7 +382,7 @@ class KafkaFacade:
         def ask(remaining: float) -> TopicOffsets:
             request = ConsumerGroupTopicPartitions(group_id, requested)
             futures = admin.list_consumer_group_offsets([request], request_timeout=remaining)
-            answer = futures[group_id].result(timeout=remaining + FUTURE_GRACE_S)
+            answer = self._result(futures[group_id], remaining + FUTURE_GRACE_S)
             found: list[tuple[TopicPartition, int]] = []
             for ktp in answer.topic_partitions or []:
                 if ktp.error is not None:
@@ -421,7 +431,7 @@ class KafkaFacade:
             futures = admin.alter_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group_id, request)], request_timeout=remaining
             )
-            answer = futures[group_id].result(timeout=remaining + FUTURE_GRACE_S)
+            answer = self._result(futures[group_id], remaining + FUTURE_GRACE_S)
             for ktp in answer.topic_partitions or []:
                 if ktp.error is not None:
                     raise _Failed(
@@ -437,8 +447,8 @@ class KafkaFacade:
         admin = self._admin_client()
 
         def ask(remaining: float) -> ClusterDescription:
-            answer = admin.describe_cluster(request_timeout=remaining).result(
-                timeout=remaining + FUTURE_GRACE_S
+            answer = self._result(
+                admin.describe_cluster(request_timeout=remaining), remaining + FUTURE_GRACE_S
             )
             controller = answer.controller
             return ClusterDescription(
@@ -491,6 +501,8 @@ class KafkaFacade:
 
         if error.code() != KafkaError._ALL_BROKERS_DOWN:
             self._last_client_error = error.str()
+        if self._refused is None and is_authentication_error(error):
+            self._refused = authentication_failed(self._config, error.str())
         if self._user_error_cb is not None:
             self._user_error_cb(error)
 
@@ -540,6 +552,38 @@ class KafkaFacade:
             finally:
                 self._serve_events()
 
+    def _result(self, future: Future[R], timeout: float) -> R:
+        """`future.result(timeout)`, except that a login the broker refused ends the wait at
+        once: librdkafka tells that only to error_cb, which runs when the client is polled."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._serve_events()
+            self._raise_if_refused()
+            remaining = deadline - time.monotonic()
+            try:
+                return future.result(timeout=max(0.0, min(_REFUSAL_CHECK_S, remaining)))
+            except concurrent.futures.TimeoutError:
+                if remaining <= _REFUSAL_CHECK_S:
+                    raise
+
+    def _gather_offsets(
+        self, futures: Mapping[TopicPartition, Future[Any]], remaining: float
+    ) -> dict[TopicPartition, int]:
+        from confluent_kafka import KafkaException
+
+        result: dict[TopicPartition, int] = {}
+        for tp in sorted(futures):
+            try:
+                answer = self._result(futures[tp], remaining + FUTURE_GRACE_S)
+            except KafkaException as exc:
+                raise _Failed(exc, f"partition {tp}") from None
+            result[tp] = int(answer.offset)
+        return result
+
+    def _raise_if_refused(self) -> None:
+        if self._refused is not None:
+            raise self._refused
+
     def _serve_events(self) -> None:
         # error_cb runs only when the client is polled.
         admin = self._admin
@@ -572,7 +616,12 @@ class KafkaFacade:
             return InvalidInputError(f"{where}: {what} ({subject or 'request'}) is invalid: {text}")
         return KafkaRequestError(f"{where}: {what} failed ({subject or 'request'}): {text}")
 
-    def _unavailable(self, what: str, reason: str) -> KafkaUnavailableError:
+    def _unavailable(self, what: str, reason: str) -> KafkaSparkError:
+        """Kafka did not answer in time; or it did, refusing the login, and a blocking call
+        (a topic listing) could not stop early to say so."""
+        self._serve_events()
+        if self._refused is not None:
+            return self._refused
         last = self._last_client_error
         detail = f"; last client error: {self._redact(last)}" if last else ""
         return KafkaUnavailableError(
@@ -585,21 +634,6 @@ class KafkaFacade:
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secrets)
-
-
-def _gather_offsets(
-    futures: Mapping[TopicPartition, Future[Any]], remaining: float
-) -> dict[TopicPartition, int]:
-    from confluent_kafka import KafkaException
-
-    result: dict[TopicPartition, int] = {}
-    for tp in sorted(futures):
-        try:
-            answer = futures[tp].result(timeout=remaining + FUTURE_GRACE_S)
-        except KafkaException as exc:
-            raise _Failed(exc, f"partition {tp}") from None
-        result[tp] = int(answer.offset)
-    return result
 
 
 def _check_topic(topic: object) -> str:

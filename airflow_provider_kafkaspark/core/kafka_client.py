@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaAuthenticationError
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError
@@ -221,14 +221,19 @@ NOT_FOUND = (
     "UNKNOWN_TOPIC_ID",
     "TOPIC_EXCEPTION",
 )
-ACCESS = (
-    "TOPIC_AUTHORIZATION_FAILED",
-    "GROUP_AUTHORIZATION_FAILED",
-    "CLUSTER_AUTHORIZATION_FAILED",
+# librdkafka reports a refused login through error_cb, not to the pending request, which
+# waits for its timeout: callers watch error_cb for these (`authentication_failed`).
+AUTHENTICATION = (
     "SASL_AUTHENTICATION_FAILED",
     "UNSUPPORTED_SASL_MECHANISM",
     "ILLEGAL_SASL_STATE",
     "_AUTHENTICATION",
+)
+ACCESS = (
+    "TOPIC_AUTHORIZATION_FAILED",
+    "GROUP_AUTHORIZATION_FAILED",
+    "CLUSTER_AUTHORIZATION_FAILED",
+    *AUTHENTICATION,
     "_SSL",
 )
 GROUP_ACTIVE = (
@@ -239,3 +244,35 @@ GROUP_ACTIVE = (
     "STALE_MEMBER_EPOCH",
 )
 BAD_INPUT = ("_INVALID_ARG", "INVALID_GROUP_ID", "INVALID_PARTITIONS", "OFFSET_OUT_OF_RANGE")
+
+
+def is_authentication_error(error: KafkaError) -> bool:
+    """A login the broker refused. librdkafka gives the same code to a handshake cut short by
+    a broker going down ("SaslAuthenticateRequest failed: Local: Broker transport
+    failure"): that one is an outage, retried as such."""
+    if error.code() not in codes(*AUTHENTICATION):
+        return False
+    text = error.str().lower()
+    return not any(word in text for word in ("transport", "timed out", "disconnected"))
+
+
+# librdkafka's text: "sasl_plaintext://host:port/bootstrap: SASL authentication error: ..."
+_BROKER_PREFIX = re.compile(r"^(?:[a-z_]+://)?(?P<address>[^\s/]+)(?:/[^\s:]*)?:\s*")
+
+
+def authentication_failed(
+    config: Mapping[str, Any], text: str, *, broker: str | None = None
+) -> KafkaAuthenticationError:
+    """The error for a login a broker refused, naming the user, the broker and the mechanism
+    (never the password): `text` is librdkafka's error text."""
+    match = _BROKER_PREFIX.match(text)
+    reason = text[match.end() :] if match else text
+    where = broker or (match.group("address") if match else str(config.get(BOOTSTRAP_SERVERS)))
+    user = config.get("sasl.username")
+    who = f"user {user!r}" if user else "a client without sasl.username"
+    mechanism = config.get("sasl.mechanisms") or config.get("sasl.mechanism") or "GSSAPI"
+    reason = redact(reason, secret_values(config))
+    return KafkaAuthenticationError(
+        f"SASL authentication failed for {who} on broker {where} (mechanism {mechanism}): "
+        f"{reason}; check the connection's sasl.username, sasl.password and sasl.mechanisms"
+    )
