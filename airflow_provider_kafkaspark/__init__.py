@@ -7,12 +7,44 @@ from typing import Any
 __version__ = "0.1.0"
 
 
+INTEGRATION = "Kafka Spark Streaming lifecycle"
+_PACKAGE = "airflow_provider_kafkaspark"
+
+
 def get_provider_info() -> dict[str, Any]:
-    """What Airflow's ProvidersManager reads through the `apache_airflow_provider` entry point."""
+    """What Airflow's ProvidersManager reads through the `apache_airflow_provider` entry point:
+    the modules of each kind (shown by `airflow providers operators`, `... sensors`,
+    `... triggers`) and the `kafkaspark://` Asset scheme with its URI check."""
+
+    def modules(*names: str) -> list[dict[str, Any]]:
+        return [
+            {"integration-name": INTEGRATION, "python-modules": [f"{_PACKAGE}.{n}" for n in names]}
+        ]
+
     return {
         "package-name": "airflow-provider-kafkaspark",
-        "name": "Kafka Spark Streaming lifecycle",
+        "name": INTEGRATION,
         "description": "Submit, watch, stop with savepoint, restore, reconcile and backfill "
         "Spark Structured Streaming jobs that read Kafka.",
         "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": INTEGRATION,
+                "external-doc-url": "https://spark.apache.org/docs/latest/"
+                "structured-streaming-kafka-integration.html",
+                "tags": ["apache", "service"],
+            }
+        ],
+        "operators": modules(
+            "operators.submit", "operators.stop", "operators.reconcile", "operators.backfill"
+        ),
+        "sensors": modules("sensors.health", "sensors.bootstrap"),
+        "triggers": modules("triggers.health", "triggers.stop"),
+        "asset-uris": [
+            {
+                "schemes": ["kafkaspark"],
+                "handler": f"{_PACKAGE}.assets.sanitize_uri",
+                "factory": f"{_PACKAGE}.assets.create_asset",
+            }
+        ],
     }

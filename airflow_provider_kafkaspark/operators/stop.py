@@ -7,17 +7,28 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import Asset, BaseOperator, Context
+from airflow.sdk import Asset, AssetAlias, BaseOperator, Context
+
+from airflow_provider_kafkaspark.assets import savepoint_asset, savepoints_alias
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.core.control import StoppedReport
 
+__all__ = ["StopStreamingJobOperator", "savepoint_asset"]
 
-def savepoint_asset(job_name: str) -> Asset:
-    """The Asset a job's savepoints are announced on; schedule a DAG on it to react."""
-    return Asset(
-        name=f"kafkaspark-savepoints-{job_name}", uri=f"kafkaspark://savepoints/{job_name}"
-    )
+
+def _is_template(value: str) -> bool:
+    return "{{" in value or "{%" in value
+
+
+def savepoint_outlets(job_name: str) -> list[Asset | AssetAlias]:
+    """What a stop operator declares: the job's savepoint Asset, or, when the job name is a
+    template (known only once rendered), the `kafkaspark-savepoints` alias that the rendered
+    job's Asset is attached to at run time. Airflow renders no outlets, so a declared Asset
+    built from the template's text would name another Asset than the one emitted."""
+    if _is_template(job_name):
+        return [savepoints_alias()]
+    return [savepoint_asset(job_name)]
 
 
 class StopStreamingJobOperator(BaseOperator):
@@ -47,7 +58,7 @@ class StopStreamingJobOperator(BaseOperator):
         poll_interval_s: float = 2.0,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("outlets", [savepoint_asset(job_name)])
+        kwargs.setdefault("outlets", savepoint_outlets(job_name))
         super().__init__(**kwargs)
         self.checkpoint = checkpoint
         self.job_name = job_name
@@ -200,10 +211,29 @@ class StopStreamingJobOperator(BaseOperator):
             result["savepoint"] = manifest.summary()
             result["savepoint_id"] = manifest.savepoint_id
             self.log.info("savepoint %s created", manifest.savepoint_id)
-            asset = savepoint_asset(self.job_name)
-            context["outlet_events"][asset].extra = {
-                "savepoint_id": manifest.savepoint_id,
-                "savepoint_root": self.savepoint_root,
-                "last_committed_batch": manifest.last_committed_batch,
-            }
+            self._announce(
+                context,
+                {
+                    "savepoint_id": manifest.savepoint_id,
+                    "savepoint_root": self.savepoint_root,
+                    "last_committed_batch": manifest.last_committed_batch,
+                },
+            )
         return result
+
+    def _announce(self, context: Context, extra: dict[str, Any]) -> None:
+        """The savepoint event, on the rendered job's Asset: directly when it is a declared
+        outlet, through the first declared alias otherwise."""
+        asset = savepoint_asset(self.job_name)
+        if asset in self.outlets:
+            context["outlet_events"][asset].extra = extra
+            return
+        alias = next((o for o in self.outlets if isinstance(o, AssetAlias)), None)
+        if alias is None:
+            self.log.warning(
+                "no savepoint event: %s is not among this task's outlets and no AssetAlias is",
+                asset.uri,
+            )
+            return
+        context["outlet_events"][alias].add(asset, extra=extra)
+        self.log.info("savepoint event on %s (through alias %s)", asset.uri, alias.name)
