@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from airflow_provider_kafkaspark.commands.flags import add_shared, wants_json, with_example
 from airflow_provider_kafkaspark.commands.output import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -15,13 +16,15 @@ from airflow_provider_kafkaspark.commands.output import (
 
 def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = groups.add_parser("checkpoint", help="read a Spark streaming checkpoint")
+    add_shared(group)
     actions = group.add_subparsers(dest="action", required=True)
     inspect = actions.add_parser("inspect", help="position, offsets, state layout, control files")
     inspect.add_argument("checkpoint", help="checkpoint URL or path (any fsspec URL)")
     inspect.add_argument(
         "--verify", action="store_true", help="also check every retained log file (slower)"
     )
-    inspect.add_argument("--json", action="store_true", help="machine-readable output")
+    add_shared(inspect)
+    with_example(inspect, "kafkaspark checkpoint inspect s3://bucket/checkpoints/clicks --json")
     inspect.set_defaults(func=inspect_checkpoint)
 
 
@@ -62,7 +65,7 @@ def inspect_checkpoint(args: argparse.Namespace) -> int:
         "driver_log": submitted.log_file if submitted else None,
         "problems": problems if args.verify else None,
     }
-    if args.json:
+    if wants_json(args):
         emit_json(result)
         return EXIT_FINDINGS if problems else EXIT_OK
 

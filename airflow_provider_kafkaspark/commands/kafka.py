@@ -6,6 +6,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kafkaspark.commands.flags import (
+    add_shared,
+    kafka_config_file,
+    wants_json,
+    with_example,
+)
 from airflow_provider_kafkaspark.commands.output import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -18,19 +24,15 @@ from airflow_provider_kafkaspark.errors import InvalidInputError
 
 def _add_kafka_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-servers", required=True, help="host:port[,host:port...]")
-    parser.add_argument(
-        "--kafka-config-file",
-        default=None,
-        help="librdkafka settings as key=value lines (keeps passwords off the command line)",
-    )
+    add_shared(parser, kafka_config_file=True)
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per Kafka request")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def kafka_config(args: argparse.Namespace) -> dict[str, Any]:
     config: dict[str, Any] = {}
-    if args.kafka_config_file:
-        path = Path(args.kafka_config_file)
+    file = kafka_config_file(args)
+    if file:
+        path = Path(file)
         try:
             lines = path.read_text().splitlines()
         except OSError as exc:
@@ -49,11 +51,18 @@ def kafka_config(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     kafka = groups.add_parser("kafka", help="questions to a Kafka cluster")
+    add_shared(kafka, kafka_config_file=True)
     actions = kafka.add_subparsers(dest="action", required=True)
     probe = actions.add_parser(
         "probe-bootstrap", help="check each bootstrap server on its own (dead entries?)"
     )
     _add_kafka_options(probe)
+    with_example(
+        probe,
+        "kafkaspark kafka probe-bootstrap --bootstrap-servers b1:9092,b2:9092 --json",
+        "kafkaspark kafka probe-bootstrap --bootstrap-servers b1:9093 "
+        "--kafka-config-file ~/.kafka/sasl.properties",
+    )
     probe.set_defaults(func=probe_bootstrap, timeout=5.0)
 
     reconcile = groups.add_parser(
@@ -70,6 +79,11 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="findings of this severity or worse make the exit code 3",
     )
     _add_kafka_options(reconcile)
+    with_example(
+        reconcile,
+        "kafkaspark reconcile /data/checkpoints/clicks --bootstrap-servers b1:9092 "
+        "--subscribe clicks --fail-on WARNING",
+    )
     reconcile.set_defaults(func=reconcile_checkpoint)
 
 
@@ -78,7 +92,7 @@ def probe_bootstrap(args: argparse.Namespace) -> int:
 
     report = probe(kafka_config(args), timeout_s=args.timeout)
     result = report.to_dict()
-    if args.json:
+    if wants_json(args):
         emit_json(result)
     else:
         print(
@@ -100,7 +114,7 @@ def reconcile_checkpoint(args: argparse.Namespace) -> int:
     with KafkaFacade(kafka_config(args), timeout_s=args.timeout) as kafka:
         view = kafka_view(kafka, position.committed_offsets, subscribed)
     plan = build_reconcile_plan(position.committed_offsets, view)
-    if args.json:
+    if wants_json(args):
         emit_json(plan.to_dict())
     else:
         print(plan.summary())

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from airflow_provider_kafkaspark.commands.flags import with_example
 from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK
 
 DEFAULT_LOCAL_KAFKA_DIR = Path(".local") / "kafka"
@@ -28,11 +29,13 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     kafka.add_argument("--node", type=int, default=1, help="node id for kill/restart")
     kafka.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for start")
+    with_example(kafka, "kafkaspark local kafka start --brokers 3", "kafkaspark local kafka status")
     kafka.set_defaults(func=local_kafka)
 
     jars = parts.add_parser("jars", help="JVM jars resolved from Maven Central")
     jars.add_argument("action", choices=["resolve"])
     jars.add_argument("--dir", default=None, help="jar cache folder (default .cache/jars)")
+    with_example(jars, "kafkaspark local jars resolve")
     jars.set_defaults(func=local_jars)
 
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from airflow_provider_kafkaspark.commands.flags import (
+    add_shared,
+    savepoint_root,
+    wants_json,
+    with_example,
+)
 from airflow_provider_kafkaspark.commands.output import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -29,8 +35,8 @@ LIST_COLUMNS = [
 
 def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = groups.add_parser("savepoint", help="create, list, verify, restore, prune savepoints")
-    group.add_argument("--root", required=True, help="savepoint root URL (any fsspec URL)")
-    group.add_argument("--json", action="store_true", help="machine-readable output")
+    add_shared(group, root=True)
+    with_example(group, "kafkaspark savepoint --root s3://bucket/savepoints list --json")
     actions = group.add_subparsers(dest="action", required=True)
 
     create = actions.add_parser("create", help="savepoint a stopped query's checkpoint")
@@ -40,21 +46,32 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     create.add_argument(
         "--force", action="store_true", help="copy even while a live driver holds the lease"
     )
+    add_shared(create, root=True)
+    with_example(
+        create,
+        "kafkaspark savepoint create /cp/clicks --job clicks --root /sp",
+    )
     create.set_defaults(func=create_savepoint)
 
     listing = actions.add_parser("list", help="complete savepoints, newest first")
     listing.add_argument("--job", default=None, help="only this job's savepoints")
+    add_shared(listing, root=True)
+    with_example(listing, "kafkaspark savepoint list --root /sp --job clicks --json")
     listing.set_defaults(func=list_savepoints)
 
     show = actions.add_parser("show", help="one savepoint's manifest")
     show.add_argument("savepoint_id", help="an id, or 'latest'")
     show.add_argument("--job", default=None, help="job for 'latest'")
     show.add_argument("--files", action="store_true", help="include the file table")
+    add_shared(show, root=True)
+    with_example(show, "kafkaspark savepoint show latest --job clicks --root /sp --files")
     show.set_defaults(func=show_savepoint)
 
     verify = actions.add_parser("verify", help="check every file against its checksum")
     verify.add_argument("savepoint_id", help="an id, or 'latest'")
     verify.add_argument("--job", default=None, help="job for 'latest'")
+    add_shared(verify, root=True)
+    with_example(verify, "kafkaspark savepoint verify latest --job clicks --root /sp")
     verify.set_defaults(func=verify_savepoint)
 
     restore = actions.add_parser("restore", help="restore for a query that will use TARGET")
@@ -70,6 +87,11 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     restore.add_argument(
         "--force", action="store_true", help="offsets mode: accept a savepoint's pending batch"
     )
+    add_shared(restore, root=True)
+    with_example(
+        restore,
+        "kafkaspark savepoint restore latest /cp/clicks --job clicks --root /sp --move-aside",
+    )
     restore.set_defaults(func=restore_savepoint)
 
     prune = actions.add_parser("prune", help="dispose savepoints beyond a retention policy")
@@ -77,22 +99,31 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     prune.add_argument("--max-count", type=int, default=None)
     prune.add_argument("--max-age-hours", type=float, default=None)
     prune.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    add_shared(prune, root=True)
+    with_example(
+        prune,
+        "kafkaspark savepoint prune --job clicks --max-count 5 --dry-run --root /sp",
+    )
     prune.set_defaults(func=prune_savepoints)
 
     dispose = actions.add_parser("dispose", help="delete one savepoint")
     dispose.add_argument("savepoint_id")
+    add_shared(dispose, root=True)
+    with_example(dispose, "kafkaspark savepoint dispose clicks-20261123T0800-42 --root /sp")
     dispose.set_defaults(func=dispose_savepoint)
 
     mark = actions.add_parser("mark", help="mark a savepoint in use (never pruned) or not")
     mark.add_argument("savepoint_id")
     mark.add_argument("--unmark", action="store_true")
+    add_shared(mark, root=True)
+    with_example(mark, "kafkaspark savepoint mark clicks-20261123T0800-42 --root /sp")
     mark.set_defaults(func=mark_savepoint)
 
 
 def _store(args: argparse.Namespace) -> SavepointStore:
     from airflow_provider_kafkaspark.core.savepoint import SavepointStore
 
-    return SavepointStore(args.root)
+    return SavepointStore(savepoint_root(args))
 
 
 def create_savepoint(args: argparse.Namespace) -> int:
@@ -105,7 +136,7 @@ def create_savepoint(args: argparse.Namespace) -> int:
         savepoint_id=args.id,
         spark_version=SPARK_VERSION,
     )
-    if args.json:
+    if wants_json(args):
         emit_json(manifest.summary())
     else:
         print(f"savepoint {manifest.savepoint_id} created")
@@ -115,7 +146,7 @@ def create_savepoint(args: argparse.Namespace) -> int:
 
 def list_savepoints(args: argparse.Namespace) -> int:
     rows = [m.summary() for m in _store(args).list(args.job)]
-    if args.json:
+    if wants_json(args):
         emit_json(rows)
     else:
         print(table(rows, LIST_COLUMNS))
@@ -128,7 +159,7 @@ def show_savepoint(args: argparse.Namespace) -> int:
     if not args.files:
         full.pop("files")
         full["files"] = len(manifest.files)
-    if args.json:
+    if wants_json(args):
         emit_json(full)
     else:
         print(key_values(full))
@@ -139,7 +170,7 @@ def verify_savepoint(args: argparse.Namespace) -> int:
     store = _store(args)
     sid = store.resolve(args.savepoint_id, args.job).savepoint_id
     result = store.verify(sid)
-    if args.json:
+    if wants_json(args):
         emit_json(result.to_dict())
     else:
         state = "OK" if result.ok else "FAILED"
@@ -162,7 +193,7 @@ def restore_savepoint(args: argparse.Namespace) -> int:
         move_target_aside=args.move_aside,
         force=args.force,
     )
-    if args.json:
+    if wants_json(args):
         emit_json(result.to_dict())
     else:
         print(key_values(result.to_dict()))
@@ -177,7 +208,7 @@ def prune_savepoints(args: argparse.Namespace) -> int:
         max_age_s=args.max_age_hours * 3600 if args.max_age_hours is not None else None,
     )
     result = _store(args).prune(policy, job_name=args.job, dry_run=args.dry_run)
-    if args.json:
+    if wants_json(args):
         emit_json(result.to_dict())
     else:
         verb = "would dispose" if args.dry_run else "disposed"
@@ -195,7 +226,7 @@ def prune_savepoints(args: argparse.Namespace) -> int:
 
 def dispose_savepoint(args: argparse.Namespace) -> int:
     _store(args).dispose(args.savepoint_id)
-    if args.json:
+    if wants_json(args):
         emit_json({"disposed": args.savepoint_id})
     else:
         print(f"savepoint {args.savepoint_id} disposed")
@@ -205,7 +236,7 @@ def dispose_savepoint(args: argparse.Namespace) -> int:
 def mark_savepoint(args: argparse.Namespace) -> int:
     _store(args).mark_in_use(args.savepoint_id, not args.unmark)
     state = "not in use" if args.unmark else "in use"
-    if args.json:
+    if wants_json(args):
         emit_json({"savepoint_id": args.savepoint_id, "in_use": not args.unmark})
     else:
         print(f"savepoint {args.savepoint_id} marked {state}")
