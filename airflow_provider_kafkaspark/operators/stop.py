@@ -7,9 +7,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow.configuration import conf
 from airflow.sdk import Asset, AssetAlias, BaseOperator, Context
 
 from airflow_provider_kafkaspark.assets import savepoint_asset, savepoints_alias
+from airflow_provider_kafkaspark.core.jobspec import valid_job_name
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.core.control import StoppedReport
@@ -28,6 +30,8 @@ def savepoint_outlets(job_name: str) -> list[Asset | AssetAlias]:
     built from the template's text would name another Asset than the one emitted."""
     if _is_template(job_name):
         return [savepoints_alias()]
+    if not valid_job_name(job_name):
+        return []  # no Asset can carry it; execute fails naming job_name, before any stop
     return [savepoint_asset(job_name)]
 
 
@@ -54,7 +58,7 @@ class StopStreamingJobOperator(BaseOperator):
         drain_timeout_s: float = 120.0,
         allow_force_kill: bool = False,
         take_savepoint: bool = True,
-        deferrable: bool = False,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         poll_interval_s: float = 2.0,
         **kwargs: Any,
     ) -> None:

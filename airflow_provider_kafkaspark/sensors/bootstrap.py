@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseSensorOperator, Context
-from airflow.sdk.bases.sensor import PokeReturnValue
+from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
 from airflow_provider_kafkaspark.core.args import positive_number
 

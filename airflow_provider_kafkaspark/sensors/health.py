@@ -18,24 +18,22 @@ Only Airflow and the pure core are imported here; the Kafka modules load inside 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, Context
-from airflow.sdk.bases.sensor import PokeReturnValue
+from airflow.configuration import conf
+from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
 
-from airflow_provider_kafkaspark.core.args import non_negative_int, positive_number
 from airflow_provider_kafkaspark.core.health import HealthPolicy
+from airflow_provider_kafkaspark.core.health_settings import HealthSettings
 from airflow_provider_kafkaspark.core.health_watch import (
     DEFAULT_STARTUP_GRACE_MS,
     HealthWatch,
     WatchDecision,
     parse_batch_id,
-    parse_fail_on,
 )
-from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
@@ -43,6 +41,7 @@ if TYPE_CHECKING:
 # The task-level timeout of a deferral, beyond the trigger's own `timeout_s`: the trigger
 # normally ends first, with a "timeout" event that says what it last saw.
 _DEFER_SLACK_S = 120.0
+_DEFAULT_POLL_S = 10.0
 
 
 class StreamingHealthSensor(BaseSensorOperator):
@@ -62,8 +61,10 @@ class StreamingHealthSensor(BaseSensorOperator):
         `startup_grace_s`, or at once when a lease this sensor saw is released or expires).
     :param startup_grace_s: how long a starting driver may hold no lease, and show STALLED,
         STOPPED or LAGGING, before that fails the task.
-    :param poll_interval_s: seconds between polls (the sensor's `poke_interval` unless given).
-    :param deferrable: wait in the triggerer instead of a worker slot.
+    :param poll_interval_s: seconds between polls: another name for `poke_interval`, which
+        the trigger follows too (default 10).
+    :param deferrable: wait in the triggerer instead of a worker slot (default: Airflow's
+        `[operators] default_deferrable`).
     :param kafka_timeout_s: budget of each Kafka request.
     :param policy: thresholds of the health rules.
     """
@@ -84,30 +85,38 @@ class StreamingHealthSensor(BaseSensorOperator):
         fail_on: Sequence[str] | None = None,
         lease_required: bool = True,
         startup_grace_s: float = DEFAULT_STARTUP_GRACE_MS / 1000,
-        deferrable: bool = False,
-        poll_interval_s: float = 10.0,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        poll_interval_s: float | None = None,
         kafka_timeout_s: float = 10.0,
         policy: HealthPolicy | None = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("poke_interval", poll_interval_s)
+        if poll_interval_s is not None:
+            if "poke_interval" in kwargs and kwargs["poke_interval"] != poll_interval_s:
+                raise InvalidArgumentError(
+                    f"{kwargs.get('task_id')}: poll_interval_s and poke_interval differ; give one"
+                )
+            kwargs["poke_interval"] = poll_interval_s
+        kwargs.setdefault("poke_interval", _DEFAULT_POLL_S)
         super().__init__(**kwargs)
         self.checkpoint = checkpoint
         self.kafka_conn_id = kafka_conn_id
         self.since_batch = since_batch
         self.since_ms = since_ms
-        # Not templated: checked here, each naming its parameter.
-        self.min_new_batches = non_negative_int(min_new_batches, f"{self.task_id}: min_new_batches")
-        self.window_s = positive_number(window_s, f"{self.task_id}: window_s")
-        self.fail_on = sorted(s.value for s in parse_fail_on(fail_on))
-        self.lease_required = lease_required
-        if startup_grace_s != 0:
-            startup_grace_s = positive_number(startup_grace_s, f"{self.task_id}: startup_grace_s")
-        self.startup_grace_s = float(startup_grace_s)
         self.deferrable = deferrable
-        self.poll_interval_s = positive_number(poll_interval_s, f"{self.task_id}: poll_interval_s")
-        self.kafka_timeout_s = positive_number(kafka_timeout_s, f"{self.task_id}: kafka_timeout_s")
-        self.policy = policy
+        # Not templated: checked here, each naming its parameter. The trigger polls at the
+        # sensor's poke_interval too.
+        self.settings = HealthSettings.checked(
+            self.task_id,
+            min_new_batches=min_new_batches,
+            window_s=window_s,
+            fail_on=fail_on,
+            lease_required=lease_required,
+            startup_grace_s=startup_grace_s,
+            poll_interval_s=float(self.poke_interval),
+            kafka_timeout_s=kafka_timeout_s,
+            policy=policy,
+        )
         self._watch: HealthWatch | None = None
         self._kafka: KafkaFacade | None = None
 
@@ -124,9 +133,6 @@ class StreamingHealthSensor(BaseSensorOperator):
         except InvalidInputError as exc:
             raise AirflowFailException(str(exc)) from exc
 
-    def _policy_dict(self) -> dict[str, Any] | None:
-        return None if self.policy is None else asdict(self.policy)
-
     # -- execution ---------------------------------------------------------------------------
 
     def execute(self, context: Context) -> Any:
@@ -141,15 +147,8 @@ class StreamingHealthSensor(BaseSensorOperator):
                 since_batch=since_batch,
                 since_ms=since_ms,
                 started_ms=now_ms(),
-                min_new_batches=self.min_new_batches,
-                window_s=self.window_s,
-                fail_on=self.fail_on,
-                lease_required=self.lease_required,
-                startup_grace_s=self.startup_grace_s,
-                poll_interval_s=self.poll_interval_s,
                 timeout_s=float(self.timeout),
-                kafka_timeout_s=self.kafka_timeout_s,
-                policy=self._policy_dict(),
+                **self.settings.to_dict(),
             )
             self.defer(
                 trigger=trigger,
@@ -209,17 +208,7 @@ class StreamingHealthSensor(BaseSensorOperator):
 
     def _watch_instance(self) -> HealthWatch:
         if self._watch is None:
-            since_batch, since_ms = self.resolved_since()
-            self._watch = HealthWatch(
-                since_batch=since_batch,
-                min_new_batches=self.min_new_batches,
-                window_ms=round(self.window_s * 1000),
-                policy=self.policy,
-                fail_on=parse_fail_on(self.fail_on),
-                lease_required=self.lease_required,
-                since_ms=since_ms,
-                startup_grace_ms=round(self.startup_grace_s * 1000),
-            )
+            self._watch = self.settings.watch(*self.resolved_since())
         return self._watch
 
     def _kafka_facade(self) -> KafkaFacade:
@@ -228,6 +217,6 @@ class StreamingHealthSensor(BaseSensorOperator):
             from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
 
             self._kafka = KafkaFacade(
-                kafka_client_config(self.kafka_conn_id), timeout_s=self.kafka_timeout_s
+                kafka_client_config(self.kafka_conn_id), timeout_s=self.settings.kafka_timeout_s
             )
         return self._kafka

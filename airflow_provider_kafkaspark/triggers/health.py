@@ -12,20 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_kafkaspark.core.health import HealthPolicy, Observation
-from airflow_provider_kafkaspark.core.health_watch import (
-    DEFAULT_STARTUP_GRACE_MS,
-    HealthWatch,
-    WatchDecision,
-    parse_batch_id,
-    parse_fail_on,
-)
+from airflow_provider_kafkaspark.core.health import Observation
+from airflow_provider_kafkaspark.core.health_settings import HealthSettings
+from airflow_provider_kafkaspark.core.health_watch import HealthWatch, WatchDecision, parse_batch_id
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.core.control import (
@@ -100,33 +95,20 @@ class StreamingHealthTrigger(BaseTrigger):
         since_batch: int | None = None,
         since_ms: int | None = None,
         started_ms: int | None = None,
-        min_new_batches: int = 3,
-        window_s: float = 60.0,
-        fail_on: Sequence[str] | None = None,
-        lease_required: bool = True,
-        startup_grace_s: float = DEFAULT_STARTUP_GRACE_MS / 1000,
-        poll_interval_s: float = 10.0,
         timeout_s: float = 3600.0,
-        kafka_timeout_s: float = 10.0,
-        policy: Mapping[str, Any] | None = None,
+        **settings: Any,
     ) -> None:
+        """`settings`: the fields of `HealthSettings` (checked here, in the task, rather
+        than in the triggerer)."""
         super().__init__()  # type: ignore[no-untyped-call]
         self.checkpoint = checkpoint
         self.kafka_conn_id = kafka_conn_id
         self.since_batch = parse_batch_id(since_batch)
         self.since_ms = since_ms
         self.started_ms = started_ms
-        self.min_new_batches = min_new_batches
-        self.window_s = float(window_s)
-        # Names, sorted: the serialized form is plain JSON and compares equal after a trip.
-        self.fail_on = sorted(s.value for s in parse_fail_on(fail_on))
-        self.lease_required = lease_required
-        self.startup_grace_s = float(startup_grace_s)
-        self.poll_interval_s = float(poll_interval_s)
         self.timeout_s = float(timeout_s)
-        self.kafka_timeout_s = float(kafka_timeout_s)
-        self.policy = dict(policy) if policy is not None else None
-        self.watch()  # checks every argument now, in the task, rather than in the triggerer
+        self.settings = HealthSettings.from_dict(settings, "StreamingHealthTrigger")
+        self.watch()
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -137,31 +119,14 @@ class StreamingHealthTrigger(BaseTrigger):
                 "since_batch": self.since_batch,
                 "since_ms": self.since_ms,
                 "started_ms": self.started_ms,
-                "min_new_batches": self.min_new_batches,
-                "window_s": self.window_s,
-                "fail_on": list(self.fail_on),
-                "lease_required": self.lease_required,
-                "startup_grace_s": self.startup_grace_s,
-                "poll_interval_s": self.poll_interval_s,
                 "timeout_s": self.timeout_s,
-                "kafka_timeout_s": self.kafka_timeout_s,
-                "policy": None if self.policy is None else dict(self.policy),
+                **self.settings.to_dict(),
             },
         )
 
     def watch(self) -> HealthWatch:
-        """A new watch with this trigger's settings."""
-        return HealthWatch(
-            since_batch=self.since_batch,
-            min_new_batches=self.min_new_batches,
-            window_ms=round(self.window_s * 1000),
-            policy=None if self.policy is None else HealthPolicy(**self.policy),
-            fail_on=parse_fail_on(self.fail_on),
-            lease_required=self.lease_required,
-            since_ms=self.since_ms,
-            started_ms=self.started_ms,
-            startup_grace_ms=round(self.startup_grace_s * 1000),
-        )
+        """A new watch of this trigger's run."""
+        return self.settings.watch(self.since_batch, self.since_ms, self.started_ms)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
@@ -175,7 +140,7 @@ class StreamingHealthTrigger(BaseTrigger):
         except InvalidInputError as exc:
             yield _event(_error(f"cannot read the Kafka connection: {exc}"))
             return
-        kafka = KafkaFacade(config, timeout_s=self.kafka_timeout_s)
+        kafka = KafkaFacade(config, timeout_s=self.settings.kafka_timeout_s)
         del config
         try:
             while True:
@@ -195,7 +160,7 @@ class StreamingHealthTrigger(BaseTrigger):
                 if remaining <= 0:
                     yield _event(watch.timed_out(now_ms(), self.timeout_s).to_dict())
                     return
-                await asyncio.sleep(min(self.poll_interval_s, remaining))
+                await asyncio.sleep(min(self.settings.poll_interval_s, remaining))
         except InvalidInputError as exc:
             yield _event(_error(f"cannot observe {self.checkpoint}: {exc}"))
         finally:

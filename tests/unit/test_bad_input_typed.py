@@ -333,7 +333,7 @@ def test_untemplated_numbers_are_checked_at_construction(build: Any, named: str)
 
 def test_numbers_still_accepted() -> None:
     sensor = StreamingHealthSensor(task_id="h", checkpoint="/cp", min_new_batches=0, window_s=5)
-    assert sensor.window_s == 5.0 and sensor.min_new_batches == 0
+    assert sensor.settings.window_s == 5.0 and sensor.settings.min_new_batches == 0
     op = KafkaPartitionReconcileOperator(task_id="r", checkpoint="/cp", kafka_timeout_s=3)
     assert op.kafka_timeout_s == 3.0
 
