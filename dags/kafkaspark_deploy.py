@@ -33,7 +33,7 @@ with DAG(
         task_id="wait_healthy",
         checkpoint=settings.checkpoint,
         kafka_conn_id="kafka_default",
-        since_batch="{{ ti.xcom_pull(task_ids='submit')['since_batch'] }}",
+        since_batch=submit.output["since_batch"],
         min_new_batches=2,
         window_s=30,
         poke_interval=2,

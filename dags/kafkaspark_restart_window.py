@@ -19,7 +19,6 @@ from airflow_provider_kafkaspark.operators.submit import RestoreStreamingJobOper
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
 
 settings = example_settings()
-SAVEPOINT = "{{ ti.xcom_pull(task_ids='stop_with_savepoint')['savepoint_id'] }}"
 
 with DAG(
     dag_id="kafkaspark_restart_window",
@@ -40,7 +39,7 @@ with DAG(
         task_id="restore",
         job_spec=settings.upgraded_job_spec(),
         savepoint_root=settings.savepoints,
-        restore_from=SAVEPOINT,
+        restore_from=stop.output["savepoint_id"],
         restore_mode="checkpoint",
         workdir=settings.workdir,
     )
@@ -48,7 +47,7 @@ with DAG(
         task_id="wait_healthy",
         checkpoint=settings.checkpoint,
         kafka_conn_id="kafka_default",
-        since_batch="{{ ti.xcom_pull(task_ids='restore')['since_batch'] }}",
+        since_batch=restore.output["since_batch"],
         min_new_batches=2,
         window_s=30,
         poke_interval=2,
@@ -68,7 +67,7 @@ with DAG(
         task_id="rollback",
         job_spec=settings.job_spec(),
         savepoint_root=settings.savepoints,
-        restore_from=SAVEPOINT,
+        restore_from=stop.output["savepoint_id"],
         restore_mode="checkpoint",
         workdir=settings.workdir,
     )

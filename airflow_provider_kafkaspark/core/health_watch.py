@@ -52,6 +52,7 @@ from airflow_provider_kafkaspark.core.health import (
     committed_batches_since,
     evaluate_health,
 )
+from airflow_provider_kafkaspark.core.xcom_values import parse_batch_id
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 WatchState = Literal["waiting", "healthy", "failed", "timeout"]
@@ -119,34 +120,6 @@ class WatchDecision:
             raise InvalidInputError(
                 f"health watch decision: malformed ({type(exc).__name__}: {exc})"
             ) from exc
-
-
-def parse_batch_id(
-    value: object, what: str = "since_batch", noun: str = "a batch id"
-) -> int | None:
-    """An int >= 0 (a batch id, or epoch ms with `noun`) from Python or from a rendered
-    template: `None`, `""`, `"None"`, `"null"` -> None; `5`, `"5"`, `" 5 "` -> 5. Anything else
-    is an error naming `what`."""
-    expected = f"{what}: expected {noun} (int >= 0) or None, got"
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise InvalidInputError(f"{expected} {value!r}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if text.lower() in ("", "none", "null"):
-            return None
-        try:
-            number = int(text)
-        except ValueError:
-            raise InvalidInputError(f"{expected} {value[:40]!r}") from None
-    else:
-        raise InvalidInputError(f"{expected} {type(value).__name__}")
-    if number < 0:
-        raise InvalidInputError(f"{expected} {number}")
-    return number
 
 
 def parse_fail_on(names: Iterable[str | HealthStatus] | str | None) -> frozenset[HealthStatus]:

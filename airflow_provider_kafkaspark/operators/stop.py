@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -63,6 +62,8 @@ class StopStreamingJobOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("outlets", savepoint_outlets(job_name))
+        # Each key of the result is its own XCom too: stop.output["savepoint_id"].
+        kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.checkpoint = checkpoint
         self.job_name = job_name
@@ -136,24 +137,17 @@ class StopStreamingJobOperator(BaseOperator):
 
     def _pid(self) -> int | None:
         """The driver's pid from `handle` (the submit operator's XCom, or its rendering)."""
-        from airflow_provider_kafkaspark.errors import InvalidArgumentError
+        from airflow_provider_kafkaspark.core.xcom_values import parse_mapping
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 
-        handle = self.handle
-        if isinstance(handle, str) and handle.strip():
-            try:
-                handle = ast.literal_eval(handle.strip())  # a rendered XCom dict
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                raise InvalidArgumentError(
-                    f"{self.task_id}: handle {handle[:80]!r} is not the submit operator's "
-                    f"handle (a dict with 'pid')"
-                ) from None
-        if handle is None or handle == "" or (isinstance(handle, str) and not handle.strip()):
-            return None
-        if not isinstance(handle, dict):
-            raise InvalidArgumentError(
-                f"{self.task_id}: handle must be the submit operator's handle (a dict with "
-                f"'pid'), got {type(handle).__name__}"
+        try:
+            handle = parse_mapping(
+                self.handle, f"{self.task_id}: handle", "the submit operator's handle (a dict)"
             )
+        except InvalidInputError as exc:
+            raise InvalidArgumentError(str(exc)) from None
+        if handle is None:
+            return None
         pid = handle.get("pid")
         if pid is None or pid == "":
             return None

@@ -57,6 +57,8 @@ class SubmitStreamingJobOperator(BaseOperator):
         restart_backoff_s: float = 5.0,
         **kwargs: Any,
     ) -> None:
+        # Each key of the handle is its own XCom too: submit.output["since_batch"].
+        kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
         from airflow_provider_kafkaspark.lifecycle import IF_RUNNING

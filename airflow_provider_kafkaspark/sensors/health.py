@@ -31,8 +31,8 @@ from airflow_provider_kafkaspark.core.health_watch import (
     DEFAULT_STARTUP_GRACE_MS,
     HealthWatch,
     WatchDecision,
-    parse_batch_id,
 )
+from airflow_provider_kafkaspark.core.xcom_values import parse_batch_id
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 
 if TYPE_CHECKING:

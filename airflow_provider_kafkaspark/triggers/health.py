@@ -20,7 +20,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_kafkaspark.core.health import Observation
 from airflow_provider_kafkaspark.core.health_settings import HealthSettings
-from airflow_provider_kafkaspark.core.health_watch import HealthWatch, WatchDecision, parse_batch_id
+from airflow_provider_kafkaspark.core.health_watch import HealthWatch, WatchDecision
+from airflow_provider_kafkaspark.core.xcom_values import parse_batch_id
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.core.control import (

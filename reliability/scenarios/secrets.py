@@ -116,7 +116,7 @@ with DAG(
         task_id="wait_healthy",
         checkpoint=CHECKPOINT,
         kafka_conn_id="@CONN@",
-        since_batch="{{ ti.xcom_pull(task_ids='submit')['since_batch'] }}",
+        since_batch=submit.output["since_batch"],
         min_new_batches=2,
         window_s=10,
         poke_interval=2,
@@ -127,7 +127,7 @@ with DAG(
         checkpoint=CHECKPOINT,
         job_name="@JOB@",
         savepoint_root=f"{HOME}/savepoints",
-        handle="{{ ti.xcom_pull(task_ids='submit') }}",
+        handle=submit.output,
         drain_timeout_s=60,
     )
     submit >> healthy >> stop

@@ -33,10 +33,10 @@ from airflow_provider_kafkaspark.core.health_watch import (
     DEFAULT_FAIL_ON,
     HealthWatch,
     WatchDecision,
-    parse_batch_id,
     parse_fail_on,
 )
 from airflow_provider_kafkaspark.core.reconcile import Severity
+from airflow_provider_kafkaspark.core.xcom_values import parse_batch_id
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
 from airflow_provider_kafkaspark.sensors.bootstrap import KafkaBootstrapHealthSensor

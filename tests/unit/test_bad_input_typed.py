@@ -265,7 +265,8 @@ def stop(tmp_path: Path, **kwargs: Any) -> StopStreamingJobOperator:
         ("{'pid': ", "handle"),
         ({"pid": "driver-1"}, "handle.pid"),
         ({"pid": -5}, "handle.pid"),
-        ("{'pid': 'x'}", "handle.pid"),
+        ('{"pid": "x"}', "handle.pid"),
+        ("{'pid': 12}", "pass the task's output"),
         (42, "handle"),
     ],
 )
@@ -277,7 +278,7 @@ def test_a_bad_stop_handle_is_named(tmp_path: Path, handle: Any, named: str) -> 
 
 
 def test_a_good_stop_handle_gives_the_pid(tmp_path: Path) -> None:
-    assert stop(tmp_path, handle="{'pid': 12, 'x': 1}")._pid() == 12
+    assert stop(tmp_path, handle='{"pid": 12, "x": 1}')._pid() == 12
     assert stop(tmp_path, handle={"pid": "13"})._pid() == 13
     assert stop(tmp_path, handle=None)._pid() is None
     assert stop(tmp_path, handle="")._pid() is None
