@@ -212,7 +212,10 @@ def submit_local(
             log_file=handle.log_file,
         )
     )
-    return {"mode": "local", **handle.to_dict(), "since_batch": since}
+    # What `pid` is: the supervisor that restarts the driver, or the runner that is the
+    # driver (no restart policy). Either way its signals reach the driver.
+    role = "supervisor" if restart_policy is not None else "driver"
+    return {"mode": "local", **handle.to_dict(), "pid_role": role, "since_batch": since}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -203,9 +203,11 @@ class SubmitStreamingJobOperator(BaseOperator):
         )
         handle.update(dead_bootstrap_servers=dead, restored=restored)
         self.log.info(
-            "submitted %s: launcher pid %s, driver log %s",
+            "submitted %s: pid %s (the %s; the driver's own pid is in the lease once it "
+            "runs), driver log %s",
             spec.job_name,
             handle["pid"],
+            handle["pid_role"],
             handle["log_file"],
         )
         return handle

@@ -57,6 +57,7 @@ def test_stop_then_savepoint_at_once_twenty_times(
         handle = submit_local(
             spec, str(tmp_path / "drivers"), master="local[1]", restart_policy=None
         )
+        assert handle["pid_role"] == "driver"
         driver = LocalJobHandle.from_dict(_handle_fields(handle))
         wait_until(driver, f"round {round_no}: a new batch", partial(advanced, checkpoint, before))
         # Polled as often as the file system allows: the savepoint follows the report at once.
@@ -137,6 +138,7 @@ def test_a_bad_job_ends_for_good_and_says_why(
         master="local[2]",
         restart_policy=RestartPolicy(max_restarts=3, backoff_s=1),
     )
+    assert handle["pid_role"] == "supervisor"
     exit_code = wait_exit(LocalJobHandle.from_dict(_handle_fields(handle)), 180)
     log = Path(handle["log_file"]).read_text()
     assert exit_code == 4, log[-3000:]
