@@ -685,6 +685,7 @@ def _new_producer(config: Mapping[str, Any], batch_id: int, task: int, clock: _C
     producer = Producer(
         {
             "reconnect.backoff.ms": _RECONNECT_BACKOFF_MS,
+            "logger": ProducerLog(txn_id),
             **config["producer_config"],
             "transactional.id": txn_id,
         }
@@ -1022,11 +1023,42 @@ def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
     yield from rest
 
 
+class ProducerLog:
+    """librdkafka's log lines of one sink producer, through Python logging (confluent-kafka
+    calls `log(level, fmt, *args)`).
+
+    A cached producer fenced by a newer one with its transactional.id (a task retried
+    elsewhere, a restarted query) is how this sink recovers, not a failure: librdkafka logs
+    that at FATAL level, which would page whoever greps a healthy job's log. It is logged
+    once per producer at INFO here; every other line keeps librdkafka's level.
+    """
+
+    def __init__(self, transactional_id: str) -> None:
+        self.transactional_id = transactional_id
+        self.fenced_logged = False
+
+    def log(self, level: int, fmt: str, *args: object) -> None:
+        text = fmt % args if args else fmt
+        if "fenced" in text.lower():
+            if not self.fenced_logged:
+                self.fenced_logged = True
+                log.info(
+                    "producer %s was fenced by a newer one with its transactional.id "
+                    "(expected: the sink replaces it): %s",
+                    self.transactional_id,
+                    text,
+                )
+            return
+        log.log(level, "librdkafka: %s", text)
+
+
 def _close_quietly(client: Producer | Consumer) -> None:
     try:
         client.close()
     except Exception as exc:  # noqa: BLE001 - closing must not hide the task's own error
-        log.warning("closing a Kafka client of the exactly-once sink failed: %s", exc)
+        # A fenced producer, replaced on purpose, refuses to close with the fencing error.
+        level = logging.INFO if "fenced" in str(exc).lower() else logging.WARNING
+        log.log(level, "closing a Kafka client of the exactly-once sink failed: %s", exc)
 
 
 # -- executor side: clients kept between tasks ------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -289,8 +290,9 @@ def test_a_worker_reuses_its_producer_across_batches(
 
 
 def test_a_cached_producer_fenced_by_a_newer_one_recovers_in_task(
-    kafka_cluster: LocalKafkaCluster, own_cache: None
+    kafka_cluster: LocalKafkaCluster, own_cache: None, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="airflow_provider_kafkaspark.spark.kafka_sink")
     bootstrap = kafka_cluster.bootstrap_servers
     topic = unique("sink-fenced")
     create_topic(bootstrap, topic, 3)
@@ -316,6 +318,11 @@ def test_a_cached_producer_fenced_by_a_newer_one_recovers_in_task(
     assert fenced.value.args[0].fatal()
     assert marker_offset(bootstrap, sink.marker_group(0), topic) == 2
     assert direct_task(sink, 2, numbers(2)).producer == "reused"
+    # The expected fencing is no alarm: librdkafka's FATAL line comes through at INFO.
+    fencing = [r for r in caplog.records if "fenced" in r.getMessage().lower()]
+    assert all(r.levelno == logging.INFO for r in fencing), [
+        (r.levelname, r.getMessage()) for r in fencing
+    ]
 
 
 def test_a_batch_committed_by_a_newer_producer_is_skipped_by_the_cached_one(

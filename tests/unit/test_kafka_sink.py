@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 from collections.abc import Callable, Iterator
@@ -648,3 +649,20 @@ def test_arrow_is_the_default_when_pyarrow_is_there() -> None:
     assert make_sink().arrow is True
     assert make_sink(arrow=False).arrow is False
     assert make_sink().task_config(["value"])["reuse_clients"] is True
+
+
+def test_librdkafka_fencing_lines_are_one_info_line_per_producer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from airflow_provider_kafkaspark.spark.kafka_sink import ProducerLog
+
+    caplog.set_level(logging.DEBUG, logger="airflow_provider_kafkaspark.spark.kafka_sink")
+    sink_log = ProducerLog("kafkaspark-sink-0")
+    fatal = "Fatal error: Broker: Producer attempted an operation with an old epoch: fenced"
+    for _ in range(3):
+        sink_log.log(logging.CRITICAL, "%s [%s] %s", "FATAL", "rdkafka#producer-1", fatal)
+    sink_log.log(logging.WARNING, "%s [%s] %s", "FAIL", "rdkafka#producer-1", "Disconnected")
+    seen = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in seen] == [logging.INFO, logging.WARNING]
+    assert "kafkaspark-sink-0 was fenced" in seen[0][1] and "old epoch" in seen[0][1]
+    assert seen[1][1] == "librdkafka: FAIL [rdkafka#producer-1] Disconnected"
