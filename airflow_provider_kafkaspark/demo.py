@@ -80,16 +80,65 @@ def airflow_env(
     }
 
 
-def airflow(env: dict[str, str], *args: str, timeout: float = 900) -> str:
-    """Run an `airflow` command; returns its output, raises with the tail if it fails."""
+# How often a running `airflow` command gets a progress line.
+PROGRESS_EVERY_S = 10.0
+
+
+def airflow(
+    env: dict[str, str],
+    *args: str,
+    timeout: float = 900,
+    progress: Callable[[], str] | None = None,
+) -> str:
+    """Run an `airflow` command; returns its output, raises with the tail if it fails.
+    While it runs, `progress()` is printed every `PROGRESS_EVERY_S` seconds."""
     command = [str(Path(sys.executable).parent / "airflow"), *args]
-    proc = subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    output = proc.stdout + proc.stderr
+    started = time.monotonic()
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        while True:
+            try:
+                # A timed-out communicate() keeps what was read; the next call goes on.
+                stdout, stderr = proc.communicate(timeout=PROGRESS_EVERY_S)
+                break
+            except subprocess.TimeoutExpired:
+                waited = time.monotonic() - started
+                if waited > timeout:
+                    proc.kill()
+                    stdout, stderr = proc.communicate()
+                    raise RuntimeError(
+                        f"`airflow {' '.join(args)}` gave no result within {timeout:g}s:\n"
+                        f"{(stdout + stderr)[-6000:]}"
+                    ) from None
+                if progress is not None:
+                    _say(f"  ... {waited:.0f}s: {progress()}")
+    output = stdout + stderr
     if proc.returncode != 0:
         raise RuntimeError(f"`airflow {' '.join(args)}` failed:\n{output[-6000:]}")
     return output
+
+
+def job_progress(checkpoint: str) -> str:
+    """One line about the job: its latest committed batch, the records it has read, and
+    whether a driver holds the lease."""
+    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.errors import KafkaSparkError
+
+    try:
+        reader = CheckpointReader(checkpoint)
+        lease = ControlFolder(checkpoint).live_lease()
+        driver = f"driver pid {lease.pid} running" if lease is not None else "no driver running"
+        if not reader.exists():
+            return f"checkpoint not written yet, {driver}"
+        position = reader.position()
+        records = sum(
+            o for offsets in position.committed_offsets.values() for o in offsets.values()
+        )
+        return f"batch {position.latest_committed} committed, {records} records read, {driver}"
+    except KafkaSparkError as exc:
+        return f"checkpoint not readable right now ({exc})"
 
 
 OutputSeen = Callable[[str, str], None]
@@ -100,10 +149,15 @@ def dags_test(
     dag_id: str,
     logical_date: str | None = None,
     on_output: OutputSeen | None = None,
+    checkpoint: str | None = None,
 ) -> str:
-    """`airflow dags test`; `on_output(dag_id, output)` sees what it printed."""
+    """`airflow dags test`; `on_output(dag_id, output)` sees what it printed. With
+    `checkpoint`, a progress line about the job every few seconds."""
     _say(f"airflow dags test {dag_id}{' ' + logical_date if logical_date else ''}")
-    output = airflow(env, "dags", "test", dag_id, *([logical_date] if logical_date else []))
+    progress = (lambda: job_progress(checkpoint)) if checkpoint else None
+    output = airflow(
+        env, "dags", "test", dag_id, *([logical_date] if logical_date else []), progress=progress
+    )
     if on_output is not None:
         on_output(dag_id, output)
     return output
@@ -273,7 +327,7 @@ def run(
         trickle = threading.Thread(target=_trickle, args=(bootstrap, first, 40, 1.0), daemon=True)
         trickle.start()
         try:
-            dags_test(env, "kafkaspark_deploy", on_output=on_output)
+            dags_test(env, "kafkaspark_deploy", on_output=on_output, checkpoint=settings.checkpoint)
             _say("deployed and healthy")
             window_events: list[str] = []
             watcher = threading.Thread(
@@ -282,7 +336,12 @@ def run(
                 daemon=True,
             )
             watcher.start()
-            dags_test(env, "kafkaspark_restart_window", on_output=on_output)
+            dags_test(
+                env,
+                "kafkaspark_restart_window",
+                on_output=on_output,
+                checkpoint=settings.checkpoint,
+            )
             watcher.join(5)
             _say(f"restart window done ({'; '.join(window_events) or 'nothing changed'})")
             trickle.join(600)
@@ -297,10 +356,12 @@ def run(
             time.sleep(2)
             produced += produce_events(bootstrap, SOURCE, second)
             _say(f"stopped for maintenance: partition 4 added, {AUDIT} deleted; {produced} events")
-            dags_test(env, "kafkaspark_reconcile", on_output=on_output)
+            dags_test(
+                env, "kafkaspark_reconcile", on_output=on_output, checkpoint=settings.checkpoint
+            )
             findings = reconcile_findings(env)
             _say(f"reconcile findings by kind (from the task's XCom): {findings}")
-            dags_test(env, "kafkaspark_deploy", on_output=on_output)
+            dags_test(env, "kafkaspark_deploy", on_output=on_output, checkpoint=settings.checkpoint)
             _say("deployed again: the job reads the new partition from its first record")
             for date in BACKFILL_DATES:
                 dags_test(env, "kafkaspark_backfill", date, on_output)

@@ -88,7 +88,9 @@ def dags_test(env: dict[str, str], dag_id: str, logical_date: str | None = None)
     return output
 
 
-def test_demo_story_through_the_example_dags_is_exactly_once(tmp_path: Path) -> None:
+def test_demo_story_through_the_example_dags_is_exactly_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The README demo (demo.run) is this test: deploy, restart window with a partition
     added while down, maintenance stop with a partition added and a watched topic deleted,
     reconcile, deploy again, backfill; every DAG run by `airflow dags test`."""
@@ -122,6 +124,9 @@ def test_demo_story_through_the_example_dags_is_exactly_once(tmp_path: Path) -> 
     assert summary["reconcile_findings"].get("TOPIC_MISSING", 0) >= 1
     assert summary["savepoints"] >= 2  # the window's and the final one
     assert summary["backfill_windows"] > 0 and summary["backfill_matches_streaming"] is True
+    # A person watching sees the job move while a DAG runs.
+    progress = [line for line in capsys.readouterr().out.splitlines() if " ... " in line]
+    assert any("committed" in line and "records read" in line for line in progress), progress
 
     # The connection's password is in no task output and no XCom.
     for dag_id, texts in outputs.items():
