@@ -136,6 +136,8 @@ def job_progress(checkpoint: str) -> str:
         records = sum(
             o for offsets in position.committed_offsets.values() for o in offsets.values()
         )
+        if position.latest_committed is None:
+            return f"no batch committed yet, {driver}"
         return f"batch {position.latest_committed} committed, {records} records read, {driver}"
     except KafkaSparkError as exc:
         return f"checkpoint not readable right now ({exc})"
