@@ -18,6 +18,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -137,57 +138,53 @@ def wait_in_sync(bootstrap: str, timeout_s: float) -> None:
     """Until every partition (internal ones too) has all its replicas in sync: a broker
     restarted a moment ago leads nothing and lags, and stopping a second one before it
     caught up would leave partitions below min.insync.replicas."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-
-    def out_of_sync() -> list[str]:
-        try:
-            metadata = admin.list_topics(timeout=5)
-        except Exception as exc:  # noqa: BLE001 - retried until the bound
-            return [f"no metadata: {exc}"]
-        return [
-            f"{topic.topic}-{p.id} (replicas {p.replicas}, isr {p.isrs})"
-            for topic in metadata.topics.values()
-            for p in topic.partitions.values()
-            if len(p.isrs) != len(p.replicas)
-        ]
-
-    stack.wait_for(
+    wait_no_partition(
+        bootstrap,
         "every replica back in sync (partitions out of sync shown)",
-        out_of_sync,
+        lambda p: len(p.isrs) != len(p.replicas),
+        lambda p: f"replicas {p.replicas}, isr {p.isrs}",
         timeout_s,
-        poll_s=1.0,
-        done=lambda seen: seen == [],
     )
 
 
 def wait_reelected(bootstrap: str, node: int, timeout_s: float) -> None:
     """Until no partition (internal ones too) has broker `node` as its leader or in its ISR:
     the cluster noticed the broker is gone and moved its leaderships."""
+    wait_no_partition(
+        bootstrap,
+        f"the cluster to move broker {node}'s leaderships (partitions still on it shown)",
+        lambda p: p.leader == node or node in p.isrs,
+        lambda p: f"leader {p.leader}, isr {p.isrs}",
+        timeout_s,
+    )
+
+
+def wait_no_partition(
+    bootstrap: str,
+    what: str,
+    matches: Callable[[Any], bool],
+    shown: Callable[[Any], str],
+    timeout_s: float,
+) -> None:
+    """Poll the cluster's metadata until no partition `matches`; on giving up, the ones that
+    still did are shown."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
 
-    def still_on_node() -> list[str]:
+    def still_matching() -> list[str]:
         try:
             metadata = admin.list_topics(timeout=5)
         except Exception as exc:  # noqa: BLE001 - retried until the bound
             return [f"no metadata: {exc}"]
         return [
-            f"{topic.topic}-{p.id} (leader {p.leader}, isr {p.isrs})"
+            f"{topic.topic}-{p.id} ({shown(p)})"
             for topic in metadata.topics.values()
             for p in topic.partitions.values()
-            if p.leader == node or node in p.isrs
+            if matches(p)
         ]
 
-    stack.wait_for(
-        f"the cluster to move broker {node}'s leaderships (partitions still on it shown)",
-        still_on_node,
-        timeout_s,
-        poll_s=1.0,
-        done=lambda seen: seen == [],
-    )
+    stack.wait_for(what, still_matching, timeout_s, poll_s=1.0, done=lambda seen: seen == [])
 
 
 def probe_until_named(address: str, since: float, bound_s: float) -> tuple[float, dict[str, Any]]:
