@@ -4,7 +4,7 @@ checked and serialized here once, and `watch()` is the one place a `HealthWatch`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -37,39 +37,34 @@ class HealthSettings:
     policy: HealthPolicy | None = None
 
     @classmethod
-    def checked(
-        cls,
-        owner: str,
-        *,
-        min_new_batches: int = 3,
-        window_s: float = 60.0,
-        fail_on: Sequence[str] | str | None = None,
-        lease_required: bool = True,
-        startup_grace_s: float = DEFAULT_STARTUP_GRACE_MS / 1000,
-        poll_interval_s: float = 10.0,
-        kafka_timeout_s: float = 10.0,
-        policy: HealthPolicy | Mapping[str, Any] | None = None,
-    ) -> HealthSettings:
-        """The settings, each checked and named as `<owner>: <setting>` when wrong."""
-        if not isinstance(lease_required, bool):
+    def checked(cls, owner: str, **values: Any) -> HealthSettings:
+        """The settings from `values` (the fields above; the rest keep their defaults), each
+        checked and named as `<owner>: <setting>` when wrong. `fail_on` may be names in any
+        case, `policy` a mapping of `HealthPolicy` fields."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise InvalidArgumentError(f"{owner}: unknown settings {unknown}")
+        raw = {f.name: getattr(cls, f.name) for f in fields(cls)} | values
+        if not isinstance(raw["lease_required"], bool):
             raise InvalidArgumentError(f"{owner}: lease_required must be True or False")
+        policy = raw["policy"]
         if policy is not None and not isinstance(policy, HealthPolicy):
             try:
                 policy = HealthPolicy(**dict(policy))
             except TypeError as exc:
                 raise InvalidArgumentError(f"{owner}: policy: {exc}") from None
+        grace = raw["startup_grace_s"]
         return cls(
-            min_new_batches=non_negative_int(min_new_batches, f"{owner}: min_new_batches"),
-            window_s=positive_number(window_s, f"{owner}: window_s"),
-            fail_on=tuple(sorted(s.value for s in parse_fail_on(fail_on))),
-            lease_required=lease_required,
-            startup_grace_s=(
-                0.0
-                if startup_grace_s == 0
-                else positive_number(startup_grace_s, f"{owner}: startup_grace_s")
-            ),
-            poll_interval_s=positive_number(poll_interval_s, f"{owner}: poll_interval_s"),
-            kafka_timeout_s=positive_number(kafka_timeout_s, f"{owner}: kafka_timeout_s"),
+            min_new_batches=non_negative_int(raw["min_new_batches"], f"{owner}: min_new_batches"),
+            window_s=positive_number(raw["window_s"], f"{owner}: window_s"),
+            fail_on=tuple(sorted(s.value for s in parse_fail_on(raw["fail_on"]))),
+            lease_required=raw["lease_required"],
+            startup_grace_s=0.0
+            if grace == 0
+            else positive_number(grace, f"{owner}: startup_grace_s"),
+            poll_interval_s=positive_number(raw["poll_interval_s"], f"{owner}: poll_interval_s"),
+            kafka_timeout_s=positive_number(raw["kafka_timeout_s"], f"{owner}: kafka_timeout_s"),
             policy=policy,
         )
 
@@ -82,10 +77,6 @@ class HealthSettings:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], owner: str = "health settings") -> HealthSettings:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise InvalidArgumentError(f"{owner}: unknown settings {unknown}")
         return cls.checked(owner, **values)
 
     def watch(
