@@ -93,6 +93,22 @@ def partition_count(bootstrap: str, topic: str) -> int:
     return len(metadata.topics[topic].partitions)
 
 
+def wait_partition_count(bootstrap: str, topic: str, timeout_s: float = 30.0) -> int:
+    """The topic's partition count, waiting (bounded) while the broker asked has no metadata
+    for a topic just created yet (it answers with no partitions then)."""
+    deadline = time.monotonic() + timeout_s
+    for _ in range(int(timeout_s / 0.2) + 1):
+        count = partition_count(bootstrap, topic)
+        if count or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    if not count:
+        raise RuntimeError(
+            f"topic {topic!r} on {bootstrap} still has no partitions after {timeout_s:g}s"
+        )
+    return count
+
+
 class Record(NamedTuple):
     """One record a PacedProducer sends: partition None lets the key pick it."""
 
@@ -290,7 +306,7 @@ class SteadyProducer(PacedProducer):
 
         now = time.monotonic()
         if self._partitions == 0:
-            self._partitions = partition_count(self.bootstrap, self.topic)
+            self._partitions = wait_partition_count(self.bootstrap, self.topic)
             self._refreshed = now
         elif now - self._refreshed > 1.0:
             # Metadata can come back empty or fail while a broker is down: keep the count
