@@ -2,13 +2,14 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit integration e2e lint bench chaos chaos-short clean
+.PHONY: setup demo test unit integration e2e lint bench chaos chaos-short soak clean
 
 setup:
 	bash scripts/setup.sh
 
+# KAFKASPARK_FAST_JVM: local drivers and brokers start from class archives (see docs/testing.md).
 demo: setup
-	$(PY) -m airflow_provider_kafkaspark.demo
+	KAFKASPARK_FAST_JVM=1 $(PY) -m airflow_provider_kafkaspark.demo
 
 # Lint and the pure unit tests first: they fail in a minute where the rest takes twenty.
 test: setup lint
@@ -28,6 +29,10 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# The stop -> savepoint race, 20 driver rounds instead of CI's 5.
+soak: setup
+	KAFKASPARK_STOP_ROUNDS=20 $(PY) -m pytest tests/integration/test_stop_lifecycle.py -ra
 
 bench: setup
 	$(PY) benchmarks/run.py broker_throughput

@@ -33,9 +33,14 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     kafka.set_defaults(func=local_kafka)
 
     jars = parts.add_parser("jars", help="JVM jars resolved from Maven Central")
-    jars.add_argument("action", choices=["resolve"])
+    jars.add_argument(
+        "action",
+        choices=["resolve", "archive"],
+        help="resolve: fetch the jars; archive: build the class archives that make local "
+        "Spark drivers and Kafka brokers start faster under KAFKASPARK_FAST_JVM=1",
+    )
     jars.add_argument("--dir", default=None, help="jar cache folder (default .cache/jars)")
-    with_example(jars, "kafkaspark local jars resolve")
+    with_example(jars, "kafkaspark local jars resolve", "kafkaspark local jars archive")
     jars.set_defaults(func=local_jars)
 
 
@@ -70,7 +75,13 @@ def local_kafka(args: argparse.Namespace) -> int:
 
 def local_jars(args: argparse.Namespace) -> int:
     from airflow_provider_kafkaspark.local.jars import resolve_jars
+    from airflow_provider_kafkaspark.local.jvm_archive import KINDS, build_archive
 
-    for bundle, folder in resolve_jars(Path(args.dir) if args.dir else None).items():
+    jars_dir = Path(args.dir) if args.dir else None
+    if args.action == "archive":
+        for kind in KINDS:
+            print(f"{kind}: {build_archive(kind, jars_dir)}")
+        return EXIT_OK
+    for bundle, folder in resolve_jars(jars_dir).items():
         print(f"{bundle}: {folder}")
     return EXIT_OK

@@ -24,6 +24,7 @@ from typing import Any
 
 from airflow_provider_kafkaspark.errors import BrokerStartError, PortInUseError
 from airflow_provider_kafkaspark.local.jars import find_java, kafka_classpath
+from airflow_provider_kafkaspark.local.jvm_archive import fast_java_options
 from airflow_provider_kafkaspark.local.process import pid_alive, proc_cmdline
 
 log = logging.getLogger(__name__)
@@ -112,12 +113,15 @@ class LocalKafkaCluster:
         broker_config: Mapping[str, str] | None = None,
         heap: str = DEFAULT_HEAP,
         jars_dir: Path | None = None,
+        broker_jvm_options: list[str] | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be 1 or more, got {brokers}")
         self.base_dir = Path(base_dir).resolve()
         self.heap = heap
         self.jars_dir = jars_dir
+        # Added to the brokers' JVM command of this object only (not kept in the state file).
+        self.broker_jvm_options = list(broker_jvm_options or [])
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
         existing = self._load_state()
         if existing is not None:
@@ -369,6 +373,7 @@ class LocalKafkaCluster:
             str(java),
             f"-Xmx{self.heap}",
             "-XX:+UseG1GC",
+            *fast_java_options("kafka", self.jars_dir),
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={node_dir}",
@@ -397,7 +402,7 @@ class LocalKafkaCluster:
                 )
         with open(node_dir / "server.log", "ab") as out:
             proc = subprocess.Popen(
-                [*jvm, "kafka.Kafka", str(props)],
+                [*jvm, *self.broker_jvm_options, "kafka.Kafka", str(props)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

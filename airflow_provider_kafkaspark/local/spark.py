@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_kafkaspark.errors import LocalStackError
 from airflow_provider_kafkaspark.local.jars import find_java, spark_connector_jars
+from airflow_provider_kafkaspark.local.jvm_archive import fast_java_options
 from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
 if TYPE_CHECKING:
@@ -72,8 +73,14 @@ def local_spark_session(
 
     from pyspark.sql import SparkSession
 
+    settings = {**LOCAL_DEFAULTS, **(conf or {})}
+    fast = fast_java_options("spark", jars_dir)
+    if fast:
+        # pyspark hands these to spark-submit, which starts the driver JVM with them.
+        given = settings.get("spark.driver.extraJavaOptions")
+        settings["spark.driver.extraJavaOptions"] = " ".join([*fast, *([given] if given else [])])
     builder = SparkSession.builder.master(master).appName(app_name).config("spark.jars", jars)
-    for key, value in {**LOCAL_DEFAULTS, **(conf or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")

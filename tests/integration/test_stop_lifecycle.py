@@ -5,6 +5,7 @@ for good with its reason in the control folder."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from functools import partial
@@ -23,7 +24,9 @@ from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, wait_until
 
-ROUNDS = 20
+# CI runs 5 rounds; `make soak` runs 20 (KAFKASPARK_STOP_ROUNDS), as the race was first seen
+# 2 times in 3 and each round costs a driver start.
+ROUNDS = int(os.environ.get("KAFKASPARK_STOP_ROUNDS", "5"))
 
 
 def parquet_spec(bootstrap: str, topic: str, base: Path, name: str) -> dict[str, Any]:
@@ -38,7 +41,7 @@ def parquet_spec(bootstrap: str, topic: str, base: Path, name: str) -> dict[str,
     }
 
 
-def test_stop_then_savepoint_at_once_twenty_times(
+def test_stop_then_savepoint_at_once_round_after_round(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
     """Real drivers, stopped through the control folder without a pid (as the example restart
