@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -261,6 +262,20 @@ class JobSpec:
         return {**self.kafka_config, "bootstrap.servers": self.source.bootstrap_servers}
 
     # -- serialization ------------------------------------------------------------------
+
+    def with_local_paths_absolute(self, base_dir: str) -> JobSpec:
+        """The spec with a relative local `checkpoint_location` and `sink.path` made absolute
+        against `base_dir`, so they mean the same to a driver running in another folder."""
+
+        def absolute(path: str) -> str:
+            if "://" in path or path.startswith("file:") or os.path.isabs(path):
+                return path
+            return os.path.normpath(os.path.join(base_dir, path))
+
+        sink = self.sink
+        if sink.path is not None:
+            sink = replace(sink, path=absolute(sink.path))
+        return replace(self, checkpoint_location=absolute(self.checkpoint_location), sink=sink)
 
     def to_dict(self, *, redact: bool = False) -> dict[str, Any]:
         raw = asdict(self)

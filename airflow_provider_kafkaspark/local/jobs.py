@@ -36,6 +36,8 @@ class LocalJobHandle:
     checkpoint: str
     master: str
     started_at_ms: int
+    # The driver's working folder (Spark leaves artifacts/, spark-warehouse/ there).
+    work_dir: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,11 +82,20 @@ def start_local_job(
 ) -> LocalJobHandle:
     """Write the spec (it may hold client secrets: mode 0600) and start the runner in a new
     session, so it outlives the caller and can be signalled as a group. With a restart
-    policy, a supervisor process starts (and restarts) the runner."""
-    spec_file = write_spec_file(spec, workdir)
+    policy, a supervisor process starts (and restarts) the runner.
+
+    The driver runs in a folder of its own next to its log, not in the caller's (an Airflow
+    worker's) working folder; relative local paths in the spec are made absolute first."""
+    caller_dir = os.getcwd()
+    spec = spec.with_local_paths_absolute(caller_dir)
+    spec_file = write_spec_file(spec, Path(caller_dir, workdir))
     log_file = spec_file.with_name(spec_file.name.replace(".spec.json", ".log"))
+    work_dir = spec_file.with_name(spec_file.name.replace(".spec.json", ".work"))
+    work_dir.mkdir(exist_ok=True)
     child_env = {**driver_environment(), **python_env(), **(env or {})}
-    python_path = driver_python_path(spec, child_env.get("PYTHONPATH"))
+    python_path = driver_python_path(
+        spec, _absolute_entries(child_env.get("PYTHONPATH"), caller_dir)
+    )
     if python_path:
         # The driver, its JVM and the Python workers it forks all inherit it.
         child_env["PYTHONPATH"] = python_path
@@ -104,6 +115,7 @@ def start_local_job(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=child_env,
+            cwd=work_dir,
             start_new_session=True,
         )
     _children[proc.pid] = proc
@@ -115,7 +127,16 @@ def start_local_job(
         checkpoint=spec.checkpoint_location,
         master=master,
         started_at_ms=now_ms(),
+        work_dir=str(work_dir),
     )
+
+
+def _absolute_entries(search_path: str | None, base_dir: str) -> str | None:
+    """A PYTHONPATH with relative entries made absolute: the driver runs in another folder."""
+    if not search_path:
+        return search_path
+    entries = search_path.split(os.pathsep)
+    return os.pathsep.join(os.path.join(base_dir, e) if e else base_dir for e in entries)
 
 
 # Our own children, so that waiting reaps them (no zombies answering kill(0)).

@@ -42,27 +42,32 @@ def parquet_spec(bootstrap: str, topic: str, base: Path, name: str) -> dict[str,
 
 
 def test_stop_then_savepoint_at_once_round_after_round(
-    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Real drivers, stopped through the control folder without a pid (as the example restart
     window does), and a savepoint taken the moment the stopped report is there: the driver
-    writes the report before it drops the lease, so the savepoint is never refused."""
+    writes the report before it drops the lease, so the savepoint is never refused.
+
+    The spec's paths are relative to the submitter's folder, as a DAG author may write them;
+    the driver runs in a folder of its own and still writes where they point."""
     bootstrap = kafka_cluster.bootstrap_servers
     create_topic(bootstrap, "stop_race", 1)
-    raw = parquet_spec(bootstrap, "stop_race", tmp_path, "stop_race")
+    monkeypatch.chdir(tmp_path)
+    raw = parquet_spec(bootstrap, "stop_race", Path("."), "stop_race")
     spec = JobSpec.from_dict(raw)
+    assert not Path(spec.checkpoint_location).is_absolute()
     checkpoint = spec.checkpoint_location
-    savepoints = str(tmp_path / "savepoints")
+    savepoints = "savepoints"
     refusals: list[str] = []
     for round_no in range(ROUNDS):
         before = committed_batches(checkpoint)
         produce_numbered(bootstrap, "stop_race", 20, start=round_no * 20)
-        handle = submit_local(
-            spec, str(tmp_path / "drivers"), master="local[1]", restart_policy=None
-        )
+        handle = submit_local(spec, "drivers", master="local[1]", restart_policy=None)
         assert handle["pid_role"] == "driver"
         driver = LocalJobHandle.from_dict(_handle_fields(handle))
         wait_until(driver, f"round {round_no}: a new batch", partial(advanced, checkpoint, before))
+        assert os.readlink(f"/proc/{driver.pid}/cwd") == handle["work_dir"]
+        assert Path(handle["work_dir"]).parent == tmp_path / "drivers"
         # Polled as often as the file system allows: the savepoint follows the report at once.
         report = stop_job(
             checkpoint,
@@ -79,6 +84,14 @@ def test_stop_then_savepoint_at_once_round_after_round(
         assert wait_exit(driver, 60) in (0, 2), Path(handle["log_file"]).read_text()[-3000:]
     assert refusals == []
     assert len(list(Path(savepoints).glob("stop_race-*"))) == ROUNDS
+    assert list((tmp_path / "out").glob("*.parquet")), "the relative sink path got no output"
+    # Nothing of Spark's in the submitter's folder: it stays in the drivers' work folders.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "checkpoint",
+        "drivers",
+        "out",
+        "savepoints",
+    ]
 
 
 def test_a_stop_issued_while_the_driver_starts_waits_for_it(

@@ -116,3 +116,24 @@ def test_files_and_json_errors_name_the_file(tmp_path: Path) -> None:
 def test_lag_group_can_be_renamed_or_disabled() -> None:
     assert JobSpec.from_dict(change("lag_group", "lag.x")).effective_lag_group == "lag.x"
     assert JobSpec.from_dict(change("lag_group", "")).effective_lag_group is None
+
+
+def test_relative_local_paths_are_made_absolute_for_a_driver_in_another_folder() -> None:
+    raw = good()
+    raw["checkpoint_location"] = "state/checkpoint"
+    raw["sink"] = {"kind": "parquet", "path": "../out"}
+    spec = JobSpec.from_dict(raw).with_local_paths_absolute("/srv/airflow/work")
+    assert spec.checkpoint_location == "/srv/airflow/work/state/checkpoint"
+    assert spec.sink.path == "/srv/airflow/out"
+
+
+@pytest.mark.parametrize(
+    "location", ["/abs/checkpoint", "s3a://bucket/checkpoint", "file:/tmp/checkpoint"]
+)
+def test_absolute_paths_and_urls_are_kept(location: str) -> None:
+    raw = good()
+    raw["checkpoint_location"] = location
+    spec = JobSpec.from_dict(raw)
+    kept = spec.with_local_paths_absolute("/elsewhere")
+    assert kept.checkpoint_location == location
+    assert kept.sink == spec.sink  # a Kafka sink has no path to change
