@@ -9,7 +9,7 @@ setup:
 
 # KAFKASPARK_FAST_JVM: local drivers and brokers start from class archives (see docs/testing.md).
 demo: setup
-	KAFKASPARK_FAST_JVM=1 $(PY) -m airflow_provider_kafkaspark.demo
+	KAFKASPARK_FAST_JVM=1 $(PY) -m airflow_provider_kafkaspark.devtools.demo
 
 # Lint and the pure unit tests first: they fail in a minute where the rest takes twenty.
 test: setup lint

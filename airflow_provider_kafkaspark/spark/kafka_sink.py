@@ -134,7 +134,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaRequestError
-from airflow_provider_kafkaspark.spark.crash_hooks import (
+from airflow_provider_kafkaspark.spark.fault_points import (
     AFTER_SINK_COMMIT,
     DURING_SINK_WRITE,
     maybe_crash,

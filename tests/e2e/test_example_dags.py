@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark import demo
+from airflow_provider_kafkaspark.devtools import demo
 from airflow_provider_kafkaspark.examples.access_events import (
     generate_events,
     produce_events,

@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.spark import kafka_sink
-from airflow_provider_kafkaspark.spark.crash_hooks import CRASH_AT_ENV, CRASH_MARKER_ENV
+from airflow_provider_kafkaspark.spark.fault_points import CRASH_AT_ENV, CRASH_MARKER_ENV
 from airflow_provider_kafkaspark.spark.kafka_sink import (
     ExactlyOnceKafkaSink,
     TaskResult,

@@ -15,9 +15,10 @@ import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from airflow_provider_kafkaspark.devtools import crash_hooks
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaRequestError
-from airflow_provider_kafkaspark.spark import crash_hooks, kafka_sink
-from airflow_provider_kafkaspark.spark.crash_hooks import (
+from airflow_provider_kafkaspark.spark import fault_points, kafka_sink
+from airflow_provider_kafkaspark.spark.fault_points import (
     AFTER_SINK_COMMIT,
     CRASH_AT_ENV,
     CRASH_MARKER_ENV,
@@ -277,11 +278,25 @@ def test_crash_marker_makes_the_crash_happen_once(tmp_path: Path) -> None:
     assert not should_crash(env, DURING_SINK_WRITE, 1)
 
 
-def test_maybe_crash_does_nothing_when_not_armed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_maybe_crash_hands_over_only_when_armed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    crashes: list[tuple[str, int, str, int | None]] = []
+    monkeypatch.setattr(
+        crash_hooks,
+        "crash_now",
+        lambda point, batch, *, marker, driver_pid: crashes.append(
+            (point, batch, marker, driver_pid)
+        ),
+    )
     monkeypatch.delenv(CRASH_AT_ENV, raising=False)
-    crash_hooks.maybe_crash(AFTER_SINK_COMMIT, 0)
+    fault_points.maybe_crash(AFTER_SINK_COMMIT, 0)
     monkeypatch.setenv(CRASH_AT_ENV, "after_sink_commit:7")
-    crash_hooks.maybe_crash(AFTER_SINK_COMMIT, 6)  # still alive
+    monkeypatch.setenv(CRASH_MARKER_ENV, str(tmp_path / "crashed"))
+    fault_points.maybe_crash(AFTER_SINK_COMMIT, 6)
+    assert crashes == []
+    fault_points.maybe_crash(AFTER_SINK_COMMIT, 7, driver_pid=42)
+    assert crashes == [(AFTER_SINK_COMMIT, 7, str(tmp_path / "crashed"), 42)]
 
 
 # -- client reuse, against a fake cluster --------------------------------------------------

@@ -14,7 +14,8 @@
 6. the job is stopped (savepoint again) and a `read_committed` reader checks every window
    against the counts the input implies: duplicates and missing windows, both 0.
 
-Run with `make demo` (sets everything up first) or `python -m airflow_provider_kafkaspark.demo`.
+Run with `make demo` (sets everything up first) or
+`python -m airflow_provider_kafkaspark.devtools.demo`.
 Everything lives in a temporary folder that is removed at the end.
 """
 
