@@ -38,6 +38,7 @@ def get_provider_info() -> dict[str, Any]:
         "operators": modules(
             "operators.submit", "operators.stop", "operators.reconcile", "operators.backfill"
         ),
+        "hooks": modules("hooks.kafkaspark"),
         "sensors": modules("sensors.health", "sensors.bootstrap"),
         "triggers": modules("triggers.health", "triggers.stop"),
         "asset-uris": [

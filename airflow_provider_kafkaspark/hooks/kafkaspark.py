@@ -1,5 +1,6 @@
-"""Connections in: the official providers' `kafka` connection (its extra is the librdkafka
-config dict) and, for cluster managers, the `spark` connection.
+"""`KafkaSparkHook`: connections in. The official providers' `kafka` connection (its extra is
+the librdkafka config dict) and, for cluster managers, their `spark` connection; this provider
+defines no connection type of its own.
 
 Imported by operators inside `execute`, never at DAG parse time (the official Kafka hook
 imports confluent_kafka at module level).
@@ -10,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from airflow.sdk import BaseHook
+
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 # librdkafka callbacks are Python objects: they cannot travel to a Spark driver in a spec.
@@ -19,7 +22,6 @@ _CALLBACK_KEYS = ("error_cb", "throttle_cb", "stats_cb", "log_cb", "oauth_cb", "
 def _connection_extra(kafka_conn_id: str) -> dict[str, Any]:
     """The extra of a `kafka` connection as a dict; a typed error naming the connection when
     it is not defined or its extra is not a JSON object (the values are never shown)."""
-    from airflow.sdk import BaseHook
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     try:
@@ -66,7 +68,7 @@ def _servers(kafka_conn_id: str, extra: dict[str, Any]) -> str:
     return servers
 
 
-def kafka_client_config(kafka_conn_id: str) -> dict[str, Any]:
+def _kafka_client_config(kafka_conn_id: str) -> dict[str, Any]:
     """The client config of a `kafka` connection, callbacks resolved (for in-process use:
     admin calls, probes, reconciliation)."""
     from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
@@ -80,7 +82,7 @@ def kafka_client_config(kafka_conn_id: str) -> dict[str, Any]:
         raise InvalidInputError(f"Kafka connection {kafka_conn_id!r}: {exc}") from exc
 
 
-def kafka_spec_config(kafka_conn_id: str) -> tuple[str, dict[str, str]]:
+def _kafka_spec_config(kafka_conn_id: str) -> tuple[str, dict[str, str]]:
     """(bootstrap servers, the rest of the client config as strings) of a `kafka`
     connection, for a job spec: what the driver's admin client, lag commits and sink
     producers need (security settings included)."""
@@ -104,7 +106,7 @@ NO_WAIT_CONF = {
 }
 
 
-def spark_connection(spark_conn_id: str) -> tuple[str, str | None]:
+def _spark_connection(spark_conn_id: str) -> tuple[str, str | None]:
     """(master, deploy mode) of a `spark` connection, as the official Spark hook reads it."""
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
@@ -112,7 +114,7 @@ def spark_connection(spark_conn_id: str) -> tuple[str, str | None]:
     return str(resolved["master"]), resolved.get("deploy_mode")
 
 
-def submit_cluster_mode(
+def _submit_cluster_mode(
     spec_file: str, *, spark_conn_id: str, job_name: str, spark_conf: dict[str, str]
 ) -> dict[str, Any]:
     """Submit the runner in cluster deploy mode through the official SparkSubmitHook and
@@ -145,3 +147,50 @@ def submit_cluster_mode(
         "kubernetes_driver_pod": hook._kubernetes_driver_pod,
         "driver_id": hook._driver_id,
     }
+
+
+class KafkaSparkHook(BaseHook):
+    """What the operators, sensors and trigger read from Airflow connections: a `kafka`
+    connection's client config (for in-process calls, and the part a job spec carries to the
+    driver), a `spark` connection's master, and a cluster-mode submit through the official
+    SparkSubmitHook. Every error names the connection, never a value from it."""
+
+    hook_name = "Kafka + Spark Structured Streaming"
+
+    def __init__(self, kafka_conn_id: str = "kafka_default", spark_conn_id: str | None = None):
+        super().__init__()
+        self.kafka_conn_id = kafka_conn_id
+        self.spark_conn_id = spark_conn_id
+
+    def get_conn(self) -> dict[str, Any]:
+        """The Kafka client config, as `kafka_client_config`."""
+        return self.kafka_client_config()
+
+    def kafka_client_config(self) -> dict[str, Any]:
+        """The client config of the `kafka` connection, callbacks resolved (for in-process
+        use: admin calls, probes, reconciliation)."""
+        return _kafka_client_config(self.kafka_conn_id)
+
+    def kafka_spec_config(self) -> tuple[str, dict[str, str]]:
+        """(bootstrap servers, the rest of the client config as strings), for a job spec:
+        what the driver's admin client, lag commits and sink producers need."""
+        return _kafka_spec_config(self.kafka_conn_id)
+
+    def spark_connection(self) -> tuple[str, str | None]:
+        """(master, deploy mode) of the `spark` connection, as the official Spark hook reads it."""
+        return _spark_connection(self._spark_conn_id())
+
+    def submit_cluster_mode(
+        self, spec_file: str, *, job_name: str, spark_conf: dict[str, str]
+    ) -> dict[str, Any]:
+        """Submit the runner in cluster deploy mode; returns where the driver runs."""
+        return _submit_cluster_mode(
+            spec_file, spark_conn_id=self._spark_conn_id(), job_name=job_name, spark_conf=spark_conf
+        )
+
+    def _spark_conn_id(self) -> str:
+        if not self.spark_conn_id:
+            raise InvalidInputError(
+                "no spark_conn_id given: a cluster master needs a `spark` connection"
+            )
+        return self.spark_conn_id

@@ -49,10 +49,7 @@ class KafkaBackfillOperator(BaseOperator):
 
         from airflow_provider_kafkaspark.core.jobspec import JobSpec
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
-        from airflow_provider_kafkaspark.hooks.kafkaspark import (
-            kafka_client_config,
-            kafka_spec_config,
-        )
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
         from airflow_provider_kafkaspark.lifecycle import run_backfill, with_connection
 
         start, end = context["data_interval_start"], context["data_interval_end"]
@@ -67,11 +64,12 @@ class KafkaBackfillOperator(BaseOperator):
             if isinstance(self.job_spec, str)
             else JobSpec.from_dict(self.job_spec)
         )
-        servers, spec_config = kafka_spec_config(self.kafka_conn_id)
+        hook = KafkaSparkHook(self.kafka_conn_id)
+        servers, spec_config = hook.kafka_spec_config()
         spec = with_connection(given, servers, spec_config)
         result = run_backfill(
             spec,
-            kafka_config=kafka_client_config(self.kafka_conn_id),
+            kafka_config=hook.kafka_client_config(),
             start_ms=int(start.timestamp() * 1000),
             end_ms=int(end.timestamp() * 1000),
             output_root=self.output_root,

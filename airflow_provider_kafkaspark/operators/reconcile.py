@@ -100,11 +100,11 @@ class KafkaPartitionReconcileOperator(BaseOperator):
         from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
         from airflow_provider_kafkaspark.core.observe import kafka_view
         from airflow_provider_kafkaspark.core.reconcile import build_reconcile_plan
-        from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         with airflow_errors(self.task_id):
             offsets = CheckpointReader(self.checkpoint).position().committed_offsets
-            config = kafka_client_config(self.kafka_conn_id)
+            config = KafkaSparkHook(self.kafka_conn_id).kafka_client_config()
             with KafkaFacade(config, timeout_s=self.kafka_timeout_s) as kafka:
                 view = kafka_view(kafka, offsets, self.topics())
             plan = build_reconcile_plan(offsets, view, self.policy)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, Context
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
 
 class SubmitStreamingJobOperator(BaseOperator):
@@ -106,10 +109,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         from airflow_provider_kafkaspark.core.jobspec import JobSpec
         from airflow_provider_kafkaspark.core.restart import RestartPolicy
         from airflow_provider_kafkaspark.errors import InvalidArgumentError, KafkaUnavailableError
-        from airflow_provider_kafkaspark.hooks.kafkaspark import (
-            kafka_client_config,
-            kafka_spec_config,
-        )
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
         from airflow_provider_kafkaspark.lifecycle import (
             live_first,
             live_lease,
@@ -130,9 +130,10 @@ class SubmitStreamingJobOperator(BaseOperator):
         )
         given = resolve_python_path(given, self._dag_folder())
         check_code_visible(given)
-        servers, spec_config = kafka_spec_config(self.kafka_conn_id)
+        hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id)
+        servers, spec_config = hook.kafka_spec_config()
         spec = with_connection(given, servers, spec_config)
-        client = kafka_client_config(self.kafka_conn_id)
+        client = hook.kafka_client_config()
 
         lease = live_lease(spec.checkpoint_location)
         if lease is not None:
@@ -182,11 +183,9 @@ class SubmitStreamingJobOperator(BaseOperator):
 
         master = self.master
         if self.spark_conn_id:
-            from airflow_provider_kafkaspark.hooks.kafkaspark import spark_connection
-
-            master, deploy_mode = spark_connection(self.spark_conn_id)
+            master, deploy_mode = hook.spark_connection()
             if deploy_mode == "cluster":
-                return self._submit_cluster(spec, dead, restored)
+                return self._submit_cluster(hook, spec, dead, restored)
 
         policy = RestartPolicy(
             max_restarts=self.max_restarts,
@@ -213,7 +212,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         return handle
 
     def _submit_cluster(
-        self, spec: Any, dead: list[str], restored: dict[str, Any] | None
+        self, hook: KafkaSparkHook, spec: Any, dead: list[str], restored: dict[str, Any] | None
     ) -> dict[str, Any]:
         import socket
 
@@ -222,19 +221,14 @@ class SubmitStreamingJobOperator(BaseOperator):
             SubmittedMarker,
             now_ms,
         )
-        from airflow_provider_kafkaspark.hooks.kafkaspark import submit_cluster_mode
         from airflow_provider_kafkaspark.lifecycle import latest_committed
         from airflow_provider_kafkaspark.local.jobs import write_spec_file
 
-        assert self.spark_conn_id is not None
         since = latest_committed(spec.checkpoint_location)
         spec_file = write_spec_file(spec, self.workdir)
         submitted_at = now_ms()
-        handle = submit_cluster_mode(
-            str(spec_file),
-            spark_conn_id=self.spark_conn_id,
-            job_name=spec.job_name,
-            spark_conf=spec.spark_conf,
+        handle = hook.submit_cluster_mode(
+            str(spec_file), job_name=spec.job_name, spark_conf=spec.spark_conf
         )
         ControlFolder(spec.checkpoint_location).write_submitted(
             SubmittedMarker(

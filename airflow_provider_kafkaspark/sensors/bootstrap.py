@@ -51,10 +51,10 @@ class KafkaBootstrapHealthSensor(BaseSensorOperator):
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.commands.output import table
         from airflow_provider_kafkaspark.core.bootstrap_probe import probe_bootstrap
-        from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         with airflow_errors(self.task_id):
-            config = kafka_client_config(self.kafka_conn_id)
+            config = KafkaSparkHook(self.kafka_conn_id).kafka_client_config()
             report = probe_bootstrap(config, timeout_s=self.timeout_s)
         result = report.to_dict()
         rows = result["servers"]

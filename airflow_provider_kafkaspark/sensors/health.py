@@ -214,9 +214,10 @@ class StreamingHealthSensor(BaseSensorOperator):
     def _kafka_facade(self) -> KafkaFacade:
         if self._kafka is None:
             from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-            from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
+            from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
             self._kafka = KafkaFacade(
-                kafka_client_config(self.kafka_conn_id), timeout_s=self.settings.kafka_timeout_s
+                KafkaSparkHook(self.kafka_conn_id).kafka_client_config(),
+                timeout_s=self.settings.kafka_timeout_s,
             )
         return self._kafka

@@ -132,12 +132,12 @@ class StreamingHealthTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
         from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaUnavailableError
-        from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         watch = self.watch()
         deadline = time.monotonic() + self.timeout_s
         try:
-            config = await asyncio.to_thread(kafka_client_config, self.kafka_conn_id)
+            config = await asyncio.to_thread(KafkaSparkHook(self.kafka_conn_id).kafka_client_config)
         except InvalidInputError as exc:
             yield _event(_error(f"cannot read the Kafka connection: {exc}"))
             return

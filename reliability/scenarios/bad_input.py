@@ -322,72 +322,74 @@ def spec_file_missing(ctx: Ctx) -> Trial:
 
 @case("connection")
 def conn_not_defined(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_spec_config
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
-    return Trial(lambda: kafka_spec_config("bad_input_nowhere"), "bad_input_nowhere")
+    return Trial(
+        lambda: KafkaSparkHook("bad_input_nowhere").kafka_spec_config(), "bad_input_nowhere"
+    )
 
 
 @case("connection")
 def conn_without_bootstrap_servers(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_spec_config
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
     conn = ctx.kafka_connection("bi_no_servers", {"security.protocol": "PLAINTEXT"})
-    return Trial(lambda: kafka_spec_config(conn), conn)
+    return Trial(lambda: KafkaSparkHook(conn).kafka_spec_config(), conn)
 
 
 @case("connection")
 def conn_empty_bootstrap_servers(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
     conn = ctx.kafka_connection("bi_empty_servers", {"bootstrap.servers": ""})
-    return Trial(lambda: kafka_client_config(conn), conn)
+    return Trial(lambda: KafkaSparkHook(conn).kafka_client_config(), conn)
 
 
 @case("connection")
 def conn_host_field_instead_of_extra(ctx: Ctx) -> Trial:
     # The Kafka connection form hides host and port; a URI sets them all the same.
-    from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_spec_config
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
     conn = ctx.connection("bi_host_only", host="broker.example", port=9092)
-    return Trial(lambda: kafka_spec_config(conn), conn)
+    return Trial(lambda: KafkaSparkHook(conn).kafka_spec_config(), conn)
 
 
 @case("connection")
 def conn_extra_not_json(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_spec_config
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
     conn = ctx.raw_connection(
         "bi_extra_garbage", json.dumps({"conn_type": "kafka", "extra": "{bootstrap.servers"})
     )
-    return Trial(lambda: kafka_spec_config(conn), conn)
+    return Trial(lambda: KafkaSparkHook(conn).kafka_spec_config(), conn)
 
 
 @case("connection")
 def conn_extra_is_a_list(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_spec_config
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
     conn = ctx.raw_connection(
         "bi_extra_list", json.dumps({"conn_type": "kafka", "extra": json.dumps([DEAD_SERVER])})
     )
-    return Trial(lambda: kafka_spec_config(conn), conn)
+    return Trial(lambda: KafkaSparkHook(conn).kafka_spec_config(), conn)
 
 
 @case("connection")
 def conn_bootstrap_servers_not_a_string(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
     conn = ctx.kafka_connection("bi_servers_int", {"bootstrap.servers": 9092})
-    return Trial(lambda: kafka_client_config(conn), conn)
+    return Trial(lambda: KafkaSparkHook(conn).kafka_client_config(), conn)
 
 
 @case("connection")
 def conn_callback_not_allowed(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
     conn = ctx.kafka_connection(
         "bi_callback", {"bootstrap.servers": DEAD_SERVER, "error_cb": "os.system"}
     )
-    return Trial(lambda: kafka_client_config(conn), "error_cb")
+    return Trial(lambda: KafkaSparkHook(conn).kafka_client_config(), "error_cb")
 
 
 @case("connection")

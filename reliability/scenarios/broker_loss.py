@@ -209,7 +209,7 @@ def probe_until_named(address: str, since: float, bound_s: float) -> tuple[float
 
 
 def run(profile: Profile, workdir: Path) -> ScenarioResult:
-    from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_spec_config
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
     from airflow_provider_kafkaspark.lifecycle import with_connection
 
     result = ScenarioResult(name=NAME, title=TITLE)
@@ -336,7 +336,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         result.check("dead_entry_named_s", named and named_s <= NAMED_WITHIN_S, round(named_s, 1))
         result.check("cluster_still_healthy", bool(report.get("healthy")), report.get("healthy"))
 
-        servers, spec_config = kafka_spec_config(CONN_ID)
+        servers, spec_config = KafkaSparkHook(CONN_ID).kafka_spec_config()
         result.check("submitted_list_names_dead_entry", dead in servers.split(","), servers)
         live = ",".join(n.address for n in cluster.nodes if n.node_id != DECOMMISSIONED)
         tail = stack.SteadyProducer(

@@ -30,11 +30,11 @@ def test_provider_info_passes_airflows_schema() -> None:
     jsonschema.validate(get_provider_info(), json.loads(schema_file.read_text()))
 
 
-def test_provider_info_lists_every_operator_sensor_and_trigger_module() -> None:
+def test_provider_info_lists_every_operator_sensor_trigger_and_hook_module() -> None:
     info = get_provider_info()
     listed = {
         kind: {m for entry in info[kind] for m in entry["python-modules"]}
-        for kind in ("operators", "sensors", "triggers")
+        for kind in ("operators", "sensors", "triggers", "hooks")
     }
     package = Path(importlib.import_module("airflow_provider_kafkaspark").__file__ or "").parent
     for kind, modules in listed.items():

@@ -20,7 +20,7 @@ from airflow_provider_kafkaspark.core.jobspec import (
 )
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
-from airflow_provider_kafkaspark.hooks.kafkaspark import kafka_client_config, kafka_spec_config
+from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 from airflow_provider_kafkaspark.local.jobs import driver_environment
 from airflow_provider_kafkaspark.operators.backfill import KafkaBackfillOperator
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
@@ -153,6 +153,12 @@ def test_jaas_lines_are_redacted_for_logs() -> None:
 # -- connections ----------------------------------------------------------------------------
 
 
+READS = [
+    lambda conn_id: KafkaSparkHook(conn_id).kafka_spec_config(),
+    lambda conn_id: KafkaSparkHook(conn_id).kafka_client_config(),
+]
+
+
 def connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, extra: object) -> str:
     text = extra if isinstance(extra, str) else json.dumps(extra)
     monkeypatch.setenv(
@@ -161,14 +167,14 @@ def connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, extra: object) -> 
     return conn_id
 
 
-@pytest.mark.parametrize("read", [kafka_spec_config, kafka_client_config])
+@pytest.mark.parametrize("read", READS, ids=["spec_config", "client_config"])
 def test_an_undefined_connection_is_named(read: Any) -> None:
     with pytest.raises(InvalidInputError, match="'unit_nowhere' is not defined") as err:
         read("unit_nowhere")
     assert type(err.value.__cause__).__name__ == "AirflowNotFoundException"
 
 
-@pytest.mark.parametrize("read", [kafka_spec_config, kafka_client_config])
+@pytest.mark.parametrize("read", READS, ids=["spec_config", "client_config"])
 @pytest.mark.parametrize(
     ("extra", "named"),
     [
@@ -192,8 +198,10 @@ def test_a_good_connection_still_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     conn = connection(
         monkeypatch, "unit_good", {"bootstrap.servers": "127.0.0.1:1", "sasl.password": SECRET}
     )
-    assert kafka_spec_config(conn) == ("127.0.0.1:1", {"sasl.password": SECRET})
-    assert kafka_client_config(conn)["bootstrap.servers"] == "127.0.0.1:1"
+    hook = KafkaSparkHook(conn)
+    assert hook.kafka_spec_config() == ("127.0.0.1:1", {"sasl.password": SECRET})
+    assert hook.kafka_client_config()["bootstrap.servers"] == "127.0.0.1:1"
+    assert hook.get_conn() == hook.kafka_client_config()
 
 
 # -- operators and sensors ----------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.hooks import kafkaspark
 
 
@@ -59,9 +60,8 @@ def test_cluster_mode_hands_the_runner_to_the_hook_and_returns_the_handle(
     recorder.master, recorder.found = master, found
     spec_file = tmp_path / "ip_count.spec.json"
     spec_file.write_text("{}")
-    handle = kafkaspark.submit_cluster_mode(
+    handle = kafkaspark.KafkaSparkHook(spark_conn_id="spark_prod").submit_cluster_mode(
         str(spec_file),
-        spark_conn_id="spark_prod",
         job_name="ip_count",
         spark_conf={"spark.executor.memory": "2g"},
     )
@@ -84,4 +84,12 @@ def test_spark_connection_is_read_by_the_official_hook(monkeypatch: pytest.Monke
         "AIRFLOW_CONN_SPARK_YARN",
         json.dumps({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}),
     )
-    assert kafkaspark.spark_connection("spark_yarn") == ("yarn", "cluster")
+    assert kafkaspark.KafkaSparkHook(spark_conn_id="spark_yarn").spark_connection() == (
+        "yarn",
+        "cluster",
+    )
+
+
+def test_a_cluster_call_without_a_spark_connection_says_so() -> None:
+    with pytest.raises(InvalidInputError, match="spark_conn_id"):
+        kafkaspark.KafkaSparkHook("kafka_default").spark_connection()
