@@ -5,17 +5,14 @@ from __future__ import annotations
 import importlib
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
-from airflow.sdk import Asset, AssetAlias, Context
-from airflow.sdk.execution_time.context import OutletEventAccessors
 
 from airflow_provider_kafkaspark import get_provider_info
 from airflow_provider_kafkaspark.assets import sanitize_uri, savepoint_asset
-from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 
 
 def resolve(dotted: str) -> Any:
@@ -73,33 +70,3 @@ def test_a_savepoint_uri_passes() -> None:
 def test_a_uri_no_job_could_have_is_rejected(uri: str, named: str) -> None:
     with pytest.raises(ValueError, match=named.replace("?", r"\?").replace(".", r"\.")):
         sanitize_uri(urlsplit(uri))
-
-
-def test_a_literal_job_name_declares_its_asset() -> None:
-    op = StopStreamingJobOperator(
-        task_id="s", checkpoint="/cp", job_name="clicks", savepoint_root="/sp"
-    )
-    assert op.outlets == [savepoint_asset("clicks")]
-
-
-def test_a_templated_job_name_declares_the_alias_and_emits_the_rendered_asset() -> None:
-    op = StopStreamingJobOperator(
-        task_id="s", checkpoint="/cp", job_name="{{ params.job }}", savepoint_root="/sp"
-    )
-    assert op.outlets == [AssetAlias("kafkaspark-savepoints")]
-    op.job_name = "clicks"  # what rendering does
-    events = OutletEventAccessors()
-    op._announce(cast(Context, {"outlet_events": events}), {"savepoint_id": "sp-1"})
-    (added,) = events[AssetAlias("kafkaspark-savepoints")].asset_alias_events
-    assert added.dest_asset_key.uri == "kafkaspark://savepoints/clicks"
-    assert added.extra == {"savepoint_id": "sp-1"}
-
-
-def test_a_literal_job_name_emits_on_its_declared_asset() -> None:
-    op = StopStreamingJobOperator(
-        task_id="s", checkpoint="/cp", job_name="clicks", savepoint_root="/sp"
-    )
-    events = OutletEventAccessors()
-    op._announce(cast(Context, {"outlet_events": events}), {"savepoint_id": "sp-1"})
-    assert events[savepoint_asset("clicks")].extra == {"savepoint_id": "sp-1"}
-    assert isinstance(op.outlets[0], Asset)

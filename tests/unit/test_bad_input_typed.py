@@ -18,9 +18,8 @@ from airflow_provider_kafkaspark.core.jobspec import (
     java_client_options,
     redact_config,
 )
-from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
+from airflow_provider_kafkaspark.errors import InvalidArgumentError
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
-from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 from airflow_provider_kafkaspark.local.jobs import driver_environment
 from airflow_provider_kafkaspark.operators.backfill import KafkaBackfillOperator
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
@@ -28,6 +27,7 @@ from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
 from airflow_provider_kafkaspark.sensors.bootstrap import KafkaBootstrapHealthSensor
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
+from tests.unit.airflow_helpers import kafka_connection
 
 SECRET = "s3ntinel-pa55word"
 JAAS = (
@@ -153,57 +153,6 @@ def test_jaas_lines_are_redacted_for_logs() -> None:
 # -- connections ----------------------------------------------------------------------------
 
 
-READS = [
-    lambda conn_id: KafkaSparkHook(conn_id).kafka_spec_config(),
-    lambda conn_id: KafkaSparkHook(conn_id).kafka_client_config(),
-]
-
-
-def connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, extra: object) -> str:
-    text = extra if isinstance(extra, str) else json.dumps(extra)
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "kafka", "extra": text})
-    )
-    return conn_id
-
-
-@pytest.mark.parametrize("read", READS, ids=["spec_config", "client_config"])
-def test_an_undefined_connection_is_named(read: Any) -> None:
-    with pytest.raises(InvalidInputError, match="'unit_nowhere' is not defined") as err:
-        read("unit_nowhere")
-    assert type(err.value.__cause__).__name__ == "AirflowNotFoundException"
-
-
-@pytest.mark.parametrize("read", READS, ids=["spec_config", "client_config"])
-@pytest.mark.parametrize(
-    ("extra", "named"),
-    [
-        (["127.0.0.1:1", SECRET], "'extra' must be a JSON object"),
-        ("{bootstrap.servers", "'extra' is not JSON"),
-        ({"bootstrap.servers": 9092, "sasl.password": SECRET}, "'bootstrap.servers'"),
-        ({"bootstrap.servers": ["a:1"]}, "'bootstrap.servers'"),
-    ],
-)
-def test_a_malformed_connection_is_named(
-    monkeypatch: pytest.MonkeyPatch, read: Any, extra: object, named: str
-) -> None:
-    conn = connection(monkeypatch, "unit_bad", extra)
-    with pytest.raises(InvalidInputError) as err:
-        read(conn)
-    assert "'unit_bad'" in str(err.value) and named in str(err.value)
-    assert SECRET not in str(err.value)
-
-
-def test_a_good_connection_still_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    conn = connection(
-        monkeypatch, "unit_good", {"bootstrap.servers": "127.0.0.1:1", "sasl.password": SECRET}
-    )
-    hook = KafkaSparkHook(conn)
-    assert hook.kafka_spec_config() == ("127.0.0.1:1", {"sasl.password": SECRET})
-    assert hook.kafka_client_config()["bootstrap.servers"] == "127.0.0.1:1"
-    assert hook.get_conn() == hook.kafka_client_config()
-
-
 # -- operators and sensors ----------------------------------------------------------------
 
 
@@ -221,7 +170,7 @@ def test_unknown_if_running_is_typed_and_still_a_value_error() -> None:
 def test_a_job_spec_text_that_is_not_json_is_named(
     monkeypatch: pytest.MonkeyPatch, operator: str
 ) -> None:
-    conn = connection(monkeypatch, "unit_submit", {"bootstrap.servers": "127.0.0.1:1"})
+    conn = kafka_connection(monkeypatch, "unit_submit", {"bootstrap.servers": "127.0.0.1:1"})
     text = '{"job_name": "x",'
     if operator == "submit":
         op: Any = SubmitStreamingJobOperator(
@@ -246,7 +195,7 @@ def test_restore_without_a_savepoint_root_fails_with_a_typed_cause(
 ) -> None:
     from airflow.sdk.exceptions import AirflowFailException
 
-    conn = connection(monkeypatch, "unit_restore", {"bootstrap.servers": "127.0.0.1:1"})
+    conn = kafka_connection(monkeypatch, "unit_restore", {"bootstrap.servers": "127.0.0.1:1"})
     op = SubmitStreamingJobOperator(
         task_id="s", job_spec=spec(), kafka_conn_id=conn, restore_from="latest"
     )

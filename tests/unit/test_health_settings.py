@@ -60,14 +60,6 @@ def test_poke_interval_drives_the_trigger_too() -> None:
     assert trigger.settings.poll_interval_s == 2.0
 
 
-def test_poll_interval_and_a_different_poke_interval_are_refused() -> None:
-    assert (
-        StreamingHealthSensor(task_id="s", checkpoint="/cp", poll_interval_s=3).poke_interval == 3
-    )
-    with pytest.raises(InvalidArgumentError, match="poll_interval_s and poke_interval"):
-        StreamingHealthSensor(task_id="s", checkpoint="/cp", poll_interval_s=3, poke_interval=5)
-
-
 def test_deferrable_is_off_by_default_here() -> None:
     assert not StreamingHealthSensor(task_id="s", checkpoint="/cp").deferrable
     stop = StopStreamingJobOperator(

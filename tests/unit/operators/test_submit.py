@@ -1,11 +1,10 @@
-"""Operator construction: templated fields, argument checks, the savepoint Asset."""
+"""SubmitStreamingJobOperator and RestoreStreamingJobOperator: templated fields and defaults."""
 
 from __future__ import annotations
 
 import pytest
 
 from airflow_provider_kafkaspark.examples.dag_settings import example_settings
-from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator, savepoint_asset
 from airflow_provider_kafkaspark.operators.submit import (
     RestoreStreamingJobOperator,
     SubmitStreamingJobOperator,
@@ -27,13 +26,3 @@ def test_restore_defaults_to_the_newest_savepoint() -> None:
     op = RestoreStreamingJobOperator(task_id="r", job_spec={}, savepoint_root="/sp")
     assert op.restore_from == "latest" and op.restore_mode == "checkpoint"
     assert op.savepoint_root == "/sp"
-
-
-def test_stop_announces_savepoints_on_the_job_asset() -> None:
-    op = StopStreamingJobOperator(
-        task_id="stop", checkpoint="/cp", job_name="clicks", savepoint_root="/sp"
-    )
-    assert op.outlets == [savepoint_asset("clicks")]
-    assert savepoint_asset("clicks").uri == "kafkaspark://savepoints/clicks"
-    assert {"checkpoint", "job_name", "savepoint_root", "handle"} <= set(op.template_fields)
-    assert op.allow_force_kill is False  # killing is opt-in

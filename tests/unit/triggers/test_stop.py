@@ -1,4 +1,4 @@
-"""The deferrable stop: deferral, trigger round trip, events from the control folder."""
+"""StreamingStopTrigger: serialization and the events it reads from the control folder."""
 
 from __future__ import annotations
 
@@ -6,10 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, StoppedReport, now_ms
-from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.triggers.stop import StreamingStopTrigger
 
 
@@ -27,29 +24,6 @@ def test_serialize_round_trip() -> None:
     path, kwargs = trigger.serialize()
     assert path == "airflow_provider_kafkaspark.triggers.stop.StreamingStopTrigger"
     assert StreamingStopTrigger(**kwargs).serialize() == (path, kwargs)
-
-
-def test_deferrable_stop_writes_the_request_then_defers(tmp_path: Path) -> None:
-    from airflow.sdk.exceptions import TaskDeferred
-
-    checkpoint = str(tmp_path)
-    ControlFolder(checkpoint).acquire_lease(Lease.new("job"))  # a live driver
-    op = StopStreamingJobOperator(
-        task_id="stop",
-        checkpoint=checkpoint,
-        job_name="job",
-        savepoint_root=str(tmp_path / "sp"),
-        deferrable=True,
-        drain_timeout_s=10,
-    )
-    with pytest.raises(TaskDeferred) as deferred:
-        op.execute({})
-    trigger = deferred.value.trigger
-    assert isinstance(trigger, StreamingStopTrigger)
-    assert deferred.value.method_name == "execute_complete"
-    request = ControlFolder(checkpoint).read_stop_request()
-    assert request is not None and request.requested_at_ms == trigger.requested_at_ms
-    assert trigger.timeout_s == 10 + 30
 
 
 def test_trigger_events(tmp_path: Path) -> None:

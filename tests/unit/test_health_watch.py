@@ -1,69 +1,27 @@
-"""The health watch (pure), the health trigger and sensor, the bootstrap sensor and the
-reconcile operator's gates, without a broker."""
+"""The health watch (pure): its states and decisions, and the batch ids it starts from."""
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import itertools
 import json
-import socket
-from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
-from airflow.sdk import Context
-from airflow.sdk.bases.sensor import PokeReturnValue
-from airflow.sdk.exceptions import (
-    AirflowException,
-    AirflowFailException,
-    AirflowSensorTimeout,
-    TaskDeferred,
-)
-from airflow.triggers.base import TriggerEvent
 
-from airflow_provider_kafkaspark.core.control import Lease, StoppedReport
-from airflow_provider_kafkaspark.core.health import (
-    HealthPolicy,
-    HealthReport,
-    HealthStatus,
-    Observation,
-)
+from airflow_provider_kafkaspark.core.control import StoppedReport
+from airflow_provider_kafkaspark.core.health import HealthStatus
 from airflow_provider_kafkaspark.core.health_watch import (
     DEFAULT_FAIL_ON,
     HealthWatch,
     WatchDecision,
     parse_fail_on,
 )
-from airflow_provider_kafkaspark.core.reconcile import Severity
 from airflow_provider_kafkaspark.core.xcom_values import parse_batch_id
 from airflow_provider_kafkaspark.errors import InvalidInputError
-from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
-from airflow_provider_kafkaspark.sensors.bootstrap import KafkaBootstrapHealthSensor
-from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
-from airflow_provider_kafkaspark.triggers import health as trigger_module
-from airflow_provider_kafkaspark.triggers.health import (
-    CLASSPATH,
-    StreamingHealthTrigger,
-    WatchInputs,
-)
+from tests.unit.airflow_helpers import T0, lease, obs
 
 WINDOW_MS = 10_000
 STEP_MS = 2_000
-T0 = 1_700_000_000_000
-SECRET = "s3cret-sasl-password"
-
-
-def lease(owner: str = "a" * 32, *, started: int = T0 - 5_000, beat: int = T0, ttl: int = 30_000):
-    return Lease(
-        owner_id=owner,
-        job_name="job",
-        host="host",
-        pid=123,
-        started_at_ms=started,
-        heartbeat_at_ms=beat,
-        ttl_ms=ttl,
-    )
 
 
 def stopped(*, at: int, committed: int | None, owner: str | None = "a" * 32) -> StoppedReport:
@@ -74,18 +32,6 @@ def stopped(*, at: int, committed: int | None, owner: str | None = "a" * 32) -> 
         last_planned_batch=committed,
         last_committed_batch=committed,
         owner_id=owner,
-    )
-
-
-def obs(
-    at: int, committed: int | None, offset: int = 100, lag: int = 0, planned: int | None = None
-):
-    return Observation(
-        at_ms=at,
-        latest_planned=committed if planned is None else planned,
-        latest_committed=committed,
-        committed_offsets={"t": {0: offset}},
-        end_offsets={"t": {0: offset + lag}},
     )
 
 
@@ -351,257 +297,6 @@ def test_decision_round_trips_as_json_and_times_out_with_its_last_reason() -> No
     assert last.reason in timeout.reason
     with pytest.raises(InvalidInputError, match="malformed"):
         WatchDecision.from_dict({"state": "bored", "reason": "x"})
-
-
-# -- trigger ----------------------------------------------------------------------------------
-
-
-def make_trigger(**kwargs: Any) -> StreamingHealthTrigger:
-    args: dict[str, Any] = {
-        "checkpoint": "/data/cp",
-        "kafka_conn_id": "kafka_unit",
-        "since_batch": 4,
-        "since_ms": T0 - 1,
-        "started_ms": T0,
-        "min_new_batches": 2,
-        "window_s": 6,
-        "fail_on": ["stalled", "REWOUND"],
-        "poll_interval_s": 0.01,
-        "timeout_s": 0.05,
-        "policy": {"min_observations": 3, "min_coverage": 0.5, "min_lag_records": 10},
-    }
-    args.update(kwargs)
-    return StreamingHealthTrigger(**args)
-
-
-def test_trigger_serialize_round_trip() -> None:
-    trigger = make_trigger()
-    path, kwargs = trigger.serialize()
-    assert path == CLASSPATH
-    assert json.loads(json.dumps(kwargs)) == kwargs  # plain JSON
-    assert kwargs["fail_on"] == ["REWOUND", "STALLED"]
-    assert "bootstrap.servers" not in json.dumps(kwargs)
-    module, name = path.rsplit(".", 1)
-    again = getattr(importlib.import_module(module), name)(**kwargs)
-    assert isinstance(again, StreamingHealthTrigger)
-    assert again.serialize() == (path, kwargs)
-    rebuilt = again.watch()
-    assert rebuilt.policy == HealthPolicy(3, 0.5, 10)
-    assert rebuilt.since_batch == 4 and rebuilt.since_ms == T0 - 1
-    assert rebuilt.fail_on == {HealthStatus.STALLED, HealthStatus.REWOUND}
-
-
-def test_trigger_refuses_bad_arguments_where_it_is_built() -> None:
-    with pytest.raises(InvalidInputError, match="unknown health status"):
-        make_trigger(fail_on=["sleepy"])
-
-
-@pytest.fixture
-def kafka_unit_conn(monkeypatch: pytest.MonkeyPatch) -> None:
-    extra = {"bootstrap.servers": "127.0.0.1:1", "sasl.password": SECRET}
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KAFKA_UNIT", json.dumps({"conn_type": "kafka", "extra": extra})
-    )
-
-
-async def collect(trigger: StreamingHealthTrigger) -> list[TriggerEvent]:
-    return [event async for event in trigger.run()]
-
-
-def test_trigger_run_fires_one_event(
-    kafka_unit_conn: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    polls: Iterator[int] = itertools.count()
-
-    def inputs(checkpoint: str, kafka: object) -> WatchInputs:
-        i = next(polls)
-        now = trigger_module.now_ms()
-        return WatchInputs(obs(now, 4 + i), lease(started=now - 60_000, beat=now), None)
-
-    monkeypatch.setattr(trigger_module, "read_watch_inputs", inputs)
-    # Healthy once two observations span half of the 0.3 s window.
-    trigger = make_trigger(window_s=0.3, timeout_s=30, policy={"min_observations": 2})
-    events = asyncio.run(collect(trigger))
-    assert len(events) == 1
-    payload = events[0].payload
-    assert payload["state"] == "healthy" and payload["new_batches"] >= 2
-    assert SECRET not in json.dumps(payload)
-
-
-def test_trigger_times_out(kafka_unit_conn: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    def inputs(checkpoint: str, kafka: object) -> WatchInputs:
-        now = trigger_module.now_ms()
-        return WatchInputs(None, lease(started=now, beat=now), None)
-
-    monkeypatch.setattr(trigger_module, "read_watch_inputs", inputs)
-    events = asyncio.run(collect(make_trigger(since_ms=None, started_ms=None)))
-    assert [e.payload["state"] for e in events] == ["timeout"]
-    assert "checkpoint not written yet" in events[0].payload["reason"]
-
-
-def test_trigger_turns_bad_input_into_a_failed_event(
-    kafka_unit_conn: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def broken(checkpoint: str, kafka: object) -> WatchInputs:
-        raise InvalidInputError(f"{checkpoint}/offsets/3: truncated")
-
-    monkeypatch.setattr(trigger_module, "read_watch_inputs", broken)
-    events = asyncio.run(collect(make_trigger(timeout_s=30)))
-    assert [e.payload["state"] for e in events] == ["failed"]
-    assert "offsets/3: truncated" in events[0].payload["reason"]
-
-
-# -- health sensor ----------------------------------------------------------------------------
-
-
-def context() -> Context:
-    return cast(Context, {})
-
-
-def test_sensor_template_fields_and_modes() -> None:
-    assert {"checkpoint", "since_batch", "kafka_conn_id"} <= set(
-        StreamingHealthSensor.template_fields
-    )
-    with pytest.raises(ValueError, match="mode"):
-        StreamingHealthSensor(task_id="s", checkpoint="/cp", mode="reschedule")
-    with pytest.raises(InvalidInputError, match="unknown health status"):
-        StreamingHealthSensor(task_id="s", checkpoint="/cp", fail_on=["sleepy"])
-    sensor = StreamingHealthSensor(task_id="s", checkpoint="/cp", poll_interval_s=3)
-    assert sensor.poke_interval == 3
-
-
-def test_sensor_coerces_a_rendered_since_batch() -> None:
-    sensor = StreamingHealthSensor(
-        task_id="s",
-        checkpoint="{{ params.base }}/cp",
-        since_batch="{{ submitted['since_batch'] }}",
-    )
-    sensor.render_template_fields(
-        cast(Context, {"params": {"base": "/data"}, "submitted": {"since_batch": 12}})
-    )
-    assert sensor.since_batch == "12" and sensor.checkpoint == "/data/cp"
-    assert sensor.resolved_since() == (12, None)
-    sensor.since_batch = "None"
-    assert sensor.resolved_since() == (None, None)
-    sensor.since_batch = "twelve"
-    with pytest.raises(AirflowFailException, match="since_batch"):
-        sensor.resolved_since()
-
-
-def test_deferrable_sensor_defers_to_the_health_trigger() -> None:
-    sensor = StreamingHealthSensor(
-        task_id="s",
-        checkpoint="/data/cp",
-        kafka_conn_id="kafka_x",
-        since_batch="7",
-        min_new_batches=4,
-        window_s=30,
-        fail_on=["stalled"],
-        deferrable=True,
-        poll_interval_s=5,
-        timeout=600,
-    )
-    with pytest.raises(TaskDeferred) as deferred:
-        sensor.execute(context())
-    assert deferred.value.method_name == "execute_complete"
-    trigger = deferred.value.trigger
-    assert isinstance(trigger, StreamingHealthTrigger)
-    path, kwargs = trigger.serialize()
-    assert path == CLASSPATH
-    assert kwargs["since_batch"] == 7 and kwargs["min_new_batches"] == 4
-    assert kwargs["kafka_conn_id"] == "kafka_x" and kwargs["checkpoint"] == "/data/cp"
-    assert kwargs["fail_on"] == ["STALLED"] and kwargs["timeout_s"] == 600
-    assert kwargs["started_ms"] is not None
-    assert deferred.value.timeout is not None and deferred.value.timeout.total_seconds() > 600
-
-
-def report_dict(status: HealthStatus = HealthStatus.OK) -> dict[str, Any]:
-    return HealthReport(status, "3 batches committed", {"latest_committed": 9}).to_dict()
-
-
-def test_execute_complete_success_and_failure_shapes() -> None:
-    sensor = StreamingHealthSensor(task_id="s", checkpoint="/cp")
-    healthy = {"state": "healthy", "reason": "fine", "report": report_dict(), "new_batches": 3}
-    result = sensor.execute_complete(context(), healthy)
-    assert result == {
-        "state": "healthy",
-        "reason": "fine",
-        "new_batches": 3,
-        "status": "OK",
-        "latest_committed": 9,
-    }
-    assert json.loads(json.dumps(result)) == result
-
-    failed = {"state": "failed", "reason": "driver gone: stopped", "report": None, "new_batches": 0}
-    with pytest.raises(AirflowFailException, match="driver gone: stopped"):
-        sensor.execute_complete(context(), failed)
-    timeout = {**failed, "state": "timeout", "reason": "no decision within 60 s"}
-    with pytest.raises(AirflowSensorTimeout, match="no decision within 60 s"):
-        sensor.execute_complete(context(), timeout)
-    with pytest.raises(AirflowException, match="no event"):
-        sensor.execute_complete(context(), None)
-
-
-def test_poke_mode_keeps_its_observations(
-    kafka_unit_conn: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    polls: Iterator[int] = itertools.count()
-    base = trigger_module.now_ms()
-
-    def inputs(checkpoint: str, kafka: object) -> WatchInputs:
-        i = next(polls)
-        at = base + i * 1_000  # observations a second apart, whatever the real pace
-        # A record of lag at every poll: busy, not idle, so only new batches make it healthy.
-        return WatchInputs(obs(at, 4 + i, lag=1), lease(started=base - 60_000, beat=at), None)
-
-    monkeypatch.setattr(trigger_module, "read_watch_inputs", inputs)
-    sensor = StreamingHealthSensor(
-        task_id="s", checkpoint="/cp", kafka_conn_id="kafka_unit", since_batch="4", window_s=4
-    )
-    results = [sensor.poke(context()) for _ in range(4)]
-    assert [bool(r) for r in results] == [False, False, False, True]
-    done = results[-1]
-    assert isinstance(done, PokeReturnValue) and done.xcom_value is not None
-    assert done.xcom_value["new_batches"] == 3 and done.xcom_value["status"] == "OK"
-    assert SECRET not in json.dumps(done.xcom_value)
-    sensor.close()
-
-
-# -- bootstrap sensor and reconcile operator --------------------------------------------------
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_bootstrap_sensor_with_only_dead_servers_is_never_done(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    servers = f"127.0.0.1:{closed_port()},127.0.0.1:{closed_port()}"
-    extra = {"bootstrap.servers": servers, "sasl.password": SECRET}
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KAFKA_DEAD", json.dumps({"conn_type": "kafka", "extra": extra})
-    )
-    for require_all in (True, False):
-        sensor = KafkaBootstrapHealthSensor(
-            task_id="b", kafka_conn_id="kafka_dead", timeout_s=2, require_all=require_all
-        )
-        result = sensor.poke(context())
-        assert not result.is_done and result.xcom_value is None
-    assert KafkaBootstrapHealthSensor.template_fields == ("kafka_conn_id",)
-
-
-def test_reconcile_operator_arguments() -> None:
-    op = KafkaPartitionReconcileOperator(
-        task_id="r", checkpoint="/cp", subscribe="a, b,,c", fail_on="warning", soft_fail_on=None
-    )
-    assert op.fail_on is Severity.WARNING and op.soft_fail_on is None
-    assert op.topics() == ["a", "b", "c"]
-    assert {"checkpoint", "subscribe"} <= set(op.template_fields)
-    with pytest.raises(InvalidInputError, match="unknown severity"):
-        KafkaPartitionReconcileOperator(task_id="r2", checkpoint="/cp", fail_on="fatal")
 
 
 def test_a_report_of_the_latest_submit_counts_though_no_lease_was_ever_seen() -> None:

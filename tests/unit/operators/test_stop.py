@@ -1,0 +1,77 @@
+"""StopStreamingJobOperator: its fields, the deferrable stop and the savepoint Asset it emits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import pytest
+from airflow.sdk import Asset, AssetAlias, Context
+from airflow.sdk.execution_time.context import OutletEventAccessors
+
+from airflow_provider_kafkaspark.core.control import ControlFolder, Lease
+from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator, savepoint_asset
+from airflow_provider_kafkaspark.triggers.stop import StreamingStopTrigger
+
+
+def test_stop_announces_savepoints_on_the_job_asset() -> None:
+    op = StopStreamingJobOperator(
+        task_id="stop", checkpoint="/cp", job_name="clicks", savepoint_root="/sp"
+    )
+    assert op.outlets == [savepoint_asset("clicks")]
+    assert savepoint_asset("clicks").uri == "kafkaspark://savepoints/clicks"
+    assert {"checkpoint", "job_name", "savepoint_root", "handle"} <= set(op.template_fields)
+    assert op.allow_force_kill is False  # killing is opt-in
+
+
+def test_deferrable_stop_writes_the_request_then_defers(tmp_path: Path) -> None:
+    from airflow.sdk.exceptions import TaskDeferred
+
+    checkpoint = str(tmp_path)
+    ControlFolder(checkpoint).acquire_lease(Lease.new("job"))  # a live driver
+    op = StopStreamingJobOperator(
+        task_id="stop",
+        checkpoint=checkpoint,
+        job_name="job",
+        savepoint_root=str(tmp_path / "sp"),
+        deferrable=True,
+        drain_timeout_s=10,
+    )
+    with pytest.raises(TaskDeferred) as deferred:
+        op.execute({})
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, StreamingStopTrigger)
+    assert deferred.value.method_name == "execute_complete"
+    request = ControlFolder(checkpoint).read_stop_request()
+    assert request is not None and request.requested_at_ms == trigger.requested_at_ms
+    assert trigger.timeout_s == 10 + 30
+
+
+def test_a_literal_job_name_declares_its_asset() -> None:
+    op = StopStreamingJobOperator(
+        task_id="s", checkpoint="/cp", job_name="clicks", savepoint_root="/sp"
+    )
+    assert op.outlets == [savepoint_asset("clicks")]
+
+
+def test_a_templated_job_name_declares_the_alias_and_emits_the_rendered_asset() -> None:
+    op = StopStreamingJobOperator(
+        task_id="s", checkpoint="/cp", job_name="{{ params.job }}", savepoint_root="/sp"
+    )
+    assert op.outlets == [AssetAlias("kafkaspark-savepoints")]
+    op.job_name = "clicks"  # what rendering does
+    events = OutletEventAccessors()
+    op._announce(cast(Context, {"outlet_events": events}), {"savepoint_id": "sp-1"})
+    (added,) = events[AssetAlias("kafkaspark-savepoints")].asset_alias_events
+    assert added.dest_asset_key.uri == "kafkaspark://savepoints/clicks"
+    assert added.extra == {"savepoint_id": "sp-1"}
+
+
+def test_a_literal_job_name_emits_on_its_declared_asset() -> None:
+    op = StopStreamingJobOperator(
+        task_id="s", checkpoint="/cp", job_name="clicks", savepoint_root="/sp"
+    )
+    events = OutletEventAccessors()
+    op._announce(cast(Context, {"outlet_events": events}), {"savepoint_id": "sp-1"})
+    assert events[savepoint_asset("clicks")].extra == {"savepoint_id": "sp-1"}
+    assert isinstance(op.outlets[0], Asset)
