@@ -1,0 +1,54 @@
+"""The runtime wheel: what a deployment installs holds the provider and not the dev tools
+(the demo, the crash the sink's fault points trigger), and every module in it imports
+without them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+IMPORT_ALL = """
+import importlib, pathlib, sys
+top = pathlib.Path(sys.argv[1])
+sys.path.insert(0, str(top))  # ahead of the editable install's finder
+failed = []
+for path in sorted((top / "airflow_provider_kafkaspark").rglob("*.py")):
+    name = ".".join(path.relative_to(top).with_suffix("").parts).removesuffix(".__init__")
+    try:
+        module = importlib.import_module(name)
+        assert str(top) in str(module.__file__), f"{name} came from {module.__file__}"
+    except Exception as exc:
+        failed.append(f"{name}: {type(exc).__name__}: {exc}")
+print("\\n".join(failed))
+print("devtools loaded" if "airflow_provider_kafkaspark.devtools" in sys.modules else "ok")
+"""
+
+
+def test_the_wheel_holds_the_provider_without_the_dev_tools(tmp_path: Path) -> None:
+    build = ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path)]
+    subprocess.run(
+        [sys.executable, "-m", "pip", *build, str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("airflow_provider_kafkaspark-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for runtime in ("spark/runner.py", "spark/fault_points.py", "hooks/kafkaspark.py"):
+        assert f"airflow_provider_kafkaspark/{runtime}" in names
+    assert [n for n in names if "devtools" in n or n.startswith("tests/")] == []
+
+    unpacked = tmp_path / "unpacked"
+    zipfile.ZipFile(wheel).extractall(unpacked)
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORT_ALL, str(unpacked)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout.strip()
+    assert out == "ok", out
