@@ -4,6 +4,7 @@ without them."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -29,9 +30,20 @@ print("devtools loaded" if "airflow_provider_kafkaspark.devtools" in sys.modules
 
 
 def test_the_wheel_holds_the_provider_without_the_dev_tools(tmp_path: Path) -> None:
+    # Built from a copy: setuptools writes build/ and *.egg-info/ next to the sources.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.cfg", "README.md", "LICENSE"):
+        if (ROOT / name).is_file():
+            shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "airflow_provider_kafkaspark",
+        source / "airflow_provider_kafkaspark",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     build = ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path)]
     subprocess.run(
-        [sys.executable, "-m", "pip", *build, str(ROOT)],
+        [sys.executable, "-m", "pip", *build, str(source)],
         check=True,
         capture_output=True,
         timeout=300,
