@@ -27,6 +27,10 @@ class BrokerStartError(LocalStackError):
     """A local broker process exited or did not become ready."""
 
 
+class ObjectStoreStartError(LocalStackError):
+    """The local S3-compatible server did not start or answer."""
+
+
 class InvalidInputError(KafkaSparkError):
     """Input from a person, a DAG or a file is malformed. CLI exit code 2."""
 

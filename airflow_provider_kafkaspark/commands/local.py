@@ -1,4 +1,4 @@
-"""`kafkaspark local kafka|jars`: the local stack of real parts."""
+"""`kafkaspark local kafka|s3|jars`: the local stack of real parts."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK
 
 DEFAULT_LOCAL_KAFKA_DIR = Path(".local") / "kafka"
 DEFAULT_LOCAL_KAFKA_PORT = 9092
+DEFAULT_LOCAL_S3_DIR = Path(".local") / "s3"
+DEFAULT_LOCAL_S3_PORT = 8333
 
 
 def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    local = groups.add_parser("local", help="the local stack: Kafka brokers, JVM jars")
+    local = groups.add_parser("local", help="the local stack: Kafka brokers, S3 store, JVM jars")
     parts = local.add_subparsers(dest="part", required=True)
 
     kafka = parts.add_parser("kafka", help="a local Kafka cluster in KRaft mode")
@@ -31,6 +33,17 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     kafka.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for start")
     with_example(kafka, "kafkaspark local kafka start --brokers 3", "kafkaspark local kafka status")
     kafka.set_defaults(func=local_kafka)
+
+    s3 = parts.add_parser("s3", help="a local S3-compatible object store (SeaweedFS)")
+    s3.add_argument("action", choices=["start", "stop", "status"])
+    s3.add_argument("--dir", default=str(DEFAULT_LOCAL_S3_DIR), help="server folder")
+    s3.add_argument(
+        "--port", type=int, default=DEFAULT_LOCAL_S3_PORT, help="S3 port of a new server"
+    )
+    s3.add_argument("--bucket", action="append", default=[], help="bucket to create on start")
+    s3.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for start")
+    with_example(s3, "kafkaspark local s3 start --bucket checkpoints", "kafkaspark local s3 status")
+    s3.set_defaults(func=local_s3)
 
     jars = parts.add_parser("jars", help="JVM jars resolved from Maven Central")
     jars.add_argument(
@@ -71,6 +84,32 @@ def local_kafka(args: argparse.Namespace) -> int:
         cluster.start_broker(args.node, timeout=args.timeout)
         print(f"Kafka node {args.node} is up at {cluster.node(args.node).address}")
     return EXIT_OK
+
+
+def local_s3(args: argparse.Namespace) -> int:
+    from airflow_provider_kafkaspark.local.s3 import STATE_FILE, LocalS3Server
+
+    base = Path(args.dir)
+    if args.action == "start":
+        known = (base / STATE_FILE).is_file()
+        server = LocalS3Server(base) if known else LocalS3Server(base, port=args.port)
+        server.start(timeout=args.timeout)
+        for bucket in args.bucket:
+            server.create_bucket(bucket)
+        # The secret key stays in the state file (mode 0600); a terminal shows where it is.
+        print(
+            f"S3 is up: endpoint {server.endpoint_url}, access key {server.access_key}, "
+            f"secret key in {base / STATE_FILE} (data in {base / 'data'})"
+        )
+        return EXIT_OK
+    server = LocalS3Server.attach(base)
+    if args.action == "stop":
+        server.stop()
+        print(f"S3 stopped (data kept in {base / 'data'})")
+        return EXIT_OK
+    status = server.status()
+    print(json.dumps(status, indent=2))
+    return EXIT_OK if status["running"] else EXIT_FINDINGS
 
 
 def local_jars(args: argparse.Namespace) -> int:

