@@ -2,7 +2,9 @@
 
 The Spark driver writes the lease, the stopped report and the progress file; operators and
 the CLI write the stop request and the submitted marker and read the rest. Every write is
-atomic (temp file, then rename), so a reader never sees half a file.
+atomic (temp file, then rename), so a reader never sees half a file. The lease is written
+conditionally (create if absent, replace if unchanged; core/conditional_files.py), so of two
+drivers that race for one checkpoint exactly one takes it.
 
 A stopped report signed by the lease's holder ends that lease: the driver writes the report
 once its query has stopped and removes the lease only after it, so a reader that sees the
@@ -17,9 +19,10 @@ import socket
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from airflow_provider_kafkaspark.core.checkpoint import CONTROL_DIR
+from airflow_provider_kafkaspark.core.conditional_files import conditional_files
 from airflow_provider_kafkaspark.core.storage import Location, open_location
 from airflow_provider_kafkaspark.errors import ControlFileError, LeaseHeldError, StorageError
 
@@ -173,12 +176,25 @@ class ProgressFile:
         return self.batches[-1] if self.batches else None
 
 
+def lease_step(
+    current: Lease | None, owner_id: str, *, at_ms: int | None = None, force: bool = False
+) -> Literal["create", "replace", "refuse"]:
+    """What taking the lease for `owner_id` needs, given the lease there now: create the
+    file, replace it (ours already, expired, or forced), or refuse (another owner's, fresh)."""
+    if current is None:
+        return "create"
+    if current.owner_id == owner_id or force or not current.is_fresh(at_ms):
+        return "replace"
+    return "refuse"
+
+
 class ControlFolder:
     """Readers and writers of the control files of one checkpoint location."""
 
     def __init__(self, checkpoint: str | Location) -> None:
         base = open_location(checkpoint) if isinstance(checkpoint, str) else checkpoint
         self.location = base.child(CONTROL_DIR)
+        self._lease_files = conditional_files(self.location)
 
     # -- generic --------------------------------------------------------------------
 
@@ -206,45 +222,72 @@ class ControlFolder:
     def read_lease(self) -> Lease | None:
         return self._read(LEASE_FILE, Lease)
 
+    @property
+    def lease_guarantee(self) -> str:
+        """How exclusive the lease is on this storage (see core/conditional_files.py)."""
+        return self._lease_files.guarantee
+
     def acquire_lease(
         self, lease: Lease, *, at_ms: int | None = None, force: bool = False
     ) -> Lease | None:
         """Take the lease for `lease.owner_id`; returns the expired lease taken over, if any.
 
-        Refuses with `LeaseHeldError` while another owner's lease is fresh. Storage offers no
-        compare-and-swap, so after writing we read back: of two drivers racing, the one
-        whose write did not survive sees another owner and refuses.
-        """
-        current = self.read_lease()
-        if current is not None and current.owner_id != lease.owner_id:
-            if current.is_fresh(at_ms) and not force:
-                raise LeaseHeldError(
-                    f"{self.location.describe(LEASE_FILE)}: held by {current.describe()}, "
-                    f"heartbeat {current.age_ms(at_ms) / 1000:.1f}s ago "
-                    f"(expires after {current.ttl_ms / 1000:.0f}s); two drivers on one "
-                    f"checkpoint read partitions twice and corrupt it"
-                )
-        self._write(LEASE_FILE, lease)
-        written = self.read_lease()
-        if written is None or written.owner_id != lease.owner_id:
-            holder = written.describe() if written else "nobody"
+        Refuses with `LeaseHeldError` while another owner's lease is fresh. The write is
+        conditional on what was read (create if absent, replace if unchanged): of two
+        drivers racing, the one whose condition no longer holds refuses."""
+        current = self._read_lease_versioned()
+        held = current[0] if current else None
+        step = lease_step(held, lease.owner_id, at_ms=at_ms, force=force)
+        if step == "refuse":
+            assert held is not None
+            raise LeaseHeldError(
+                f"{self.location.describe(LEASE_FILE)}: held by {held.describe()}, "
+                f"heartbeat {held.age_ms(at_ms) / 1000:.1f}s ago "
+                f"(expires after {held.ttl_ms / 1000:.0f}s); two drivers on one "
+                f"checkpoint read partitions twice and corrupt it"
+            )
+        if not self._write_lease(lease, current[1] if current else None):
+            winner = self.read_lease()
+            holder = winner.describe() if winner else "nobody"
             raise LeaseHeldError(f"{self.location.describe(LEASE_FILE)}: lost the race to {holder}")
-        return current if current is not None and current.owner_id != lease.owner_id else None
+        return held if held is not None and held.owner_id != lease.owner_id else None
 
     def renew_lease(self, lease: Lease, *, application_id: str | None = None) -> Lease:
-        current = self.read_lease()
-        if current is not None and current.owner_id != lease.owner_id:
+        current = self._read_lease_versioned()
+        if current is not None and current[0].owner_id != lease.owner_id:
             raise LeaseHeldError(
-                f"{self.location.describe(LEASE_FILE)}: taken over by {current.describe()}"
+                f"{self.location.describe(LEASE_FILE)}: taken over by {current[0].describe()}"
             )
         renewed = lease.renewed(application_id=application_id)
-        self._write(LEASE_FILE, renewed)
+        if not self._write_lease(renewed, current[1] if current else None):
+            winner = self.read_lease()
+            holder = winner.describe() if winner else "nobody"
+            raise LeaseHeldError(f"{self.location.describe(LEASE_FILE)}: taken over by {holder}")
         return renewed
 
     def release_lease(self, lease: Lease) -> None:
-        current = self.read_lease()
-        if current is not None and current.owner_id == lease.owner_id:
-            self._remove(LEASE_FILE)
+        current = self._read_lease_versioned()
+        if current is not None and current[0].owner_id == lease.owner_id:
+            self._lease_files.delete(self.location.path(LEASE_FILE), current[1])
+
+    def _read_lease_versioned(self) -> tuple[Lease, str] | None:
+        found = self._lease_files.read(self.location.path(LEASE_FILE))
+        if found is None:
+            return None
+        where = self.location.describe(LEASE_FILE)
+        try:
+            raw = json.loads(found.data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ControlFileError(f"{where}: not JSON ({exc})") from exc
+        return _from_dict(Lease, raw, where), found.version
+
+    def _write_lease(self, lease: Lease, version: str | None) -> bool:
+        """Create the lease file (version None) or replace the one at `version`."""
+        data = json.dumps(asdict(lease), sort_keys=True).encode("utf-8")
+        path = self.location.path(LEASE_FILE)
+        if version is None:
+            return self._lease_files.create(path, data)
+        return self._lease_files.replace(path, data, version)
 
     def live_lease(self, at_ms: int | None = None) -> Lease | None:
         """The lease of a driver that may still run, or None: no lease, an expired one, or

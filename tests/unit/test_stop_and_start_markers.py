@@ -56,13 +56,14 @@ def test_finish_writes_the_report_before_it_removes_the_lease(tmp_path: Path) ->
     lease = Lease.new("job")
     control.acquire_lease(lease)
     seen: list[tuple[bool, bool]] = []
-    original = control._remove
+    files = control._lease_files
+    original = files.delete
 
-    def remove(name: str) -> None:
+    def delete(path: str, version: str) -> bool:
         seen.append((control.read_stopped() is not None, control.read_lease() is not None))
-        original(name)
+        return original(path, version)
 
-    control._remove = remove  # type: ignore[method-assign]
+    files.delete = delete  # type: ignore[method-assign]
     control.finish(lease, report(lease.owner_id, now_ms()))
     assert seen == [(True, True)]  # the report existed while the lease file was removed
     assert control.read_lease() is None and control.read_stopped() is not None

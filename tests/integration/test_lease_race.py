@@ -1,0 +1,109 @@
+"""The lease is a compare-and-set on a real S3 server (SeaweedFS, started by the project's
+launcher) and on local disk: two processes race for one checkpoint round after round and
+exactly one holds it each round, an expired lease is taken over by exactly one of two
+contenders, and a renew after a takeover is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_kafkaspark.core.conditional_files import COMPARE_AND_SET
+from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, now_ms
+from airflow_provider_kafkaspark.errors import LeaseHeldError
+from airflow_provider_kafkaspark.local.s3 import REGION, LocalS3Server
+
+ROUNDS = 50
+GAP_S = 0.25
+BUCKET = "lease-race"
+
+
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3Server]:
+    with LocalS3Server(tmp_path_factory.mktemp("s3")) as server:
+        server.create_bucket(BUCKET)
+        yield server
+
+
+def s3_env(server: LocalS3Server) -> dict[str, str]:
+    """The standard AWS variables, as a CLI user or a driver would have them."""
+    return {
+        "AWS_ACCESS_KEY_ID": server.access_key,
+        "AWS_SECRET_ACCESS_KEY": server.secret_key,
+        "AWS_ENDPOINT_URL": server.endpoint_url,
+        "AWS_DEFAULT_REGION": REGION,
+    }
+
+
+@pytest.fixture(params=["local", "s3"])
+def base_url(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    if request.param == "local":
+        return str(tmp_path / "checkpoints")
+    server: LocalS3Server = request.getfixturevalue("s3_server")
+    for key, value in s3_env(server).items():
+        monkeypatch.setenv(key, value)
+    return f"s3://{BUCKET}/{tmp_path.name}"
+
+
+def expired_lease(at_ms: int) -> Lease:
+    return Lease("e" * 32, "race", "elsewhere", 1, at_ms - 120_000, at_ms - 120_000, 30_000)
+
+
+def test_two_processes_race_and_exactly_one_holds_each_round(base_url: str) -> None:
+    # Odd rounds start from an expired lease (a takeover race), even rounds from none.
+    for r in range(1, ROUNDS, 2):
+        folder = ControlFolder(f"{base_url}/round-{r}")
+        folder.location.write_atomic(json.dumps(asdict(expired_lease(now_ms()))), "lease.json")
+    assert ControlFolder(f"{base_url}/round-0").lease_guarantee == COMPARE_AND_SET
+    start = time.time() + 3.0  # both processes imported and waiting by then
+    command = [sys.executable, "-m", "tests.integration.lease_racer", "--base", base_url]
+    command += ["--rounds", str(ROUNDS), "--start", str(start), "--gap", str(GAP_S)]
+    racers = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+        for _ in range(2)
+    ]
+    outputs = [racer.communicate(timeout=ROUNDS * GAP_S + 120)[0] for racer in racers]
+    assert [racer.returncode for racer in racers] == [0, 0], outputs
+    results: dict[int, list[str]] = {r: [] for r in range(ROUNDS)}
+    for output in outputs:
+        for line in output.splitlines():
+            round_no, outcome = line.split(" ", 1)
+            results[int(round_no)].append(outcome)
+    for r, outcomes in results.items():
+        winners = [o for o in outcomes if o.startswith("won")]
+        assert len(outcomes) == 2 and len(winners) == 1, (r, outcomes)
+        # The file holds the winner's lease.
+        held = ControlFolder(f"{base_url}/round-{r}").read_lease()
+        assert held is not None and held.owner_id == winners[0].split()[1], (r, outcomes)
+
+
+def test_a_renew_after_a_takeover_is_refused(base_url: str) -> None:
+    folder = ControlFolder(f"{base_url}/renew")
+    t0 = now_ms()
+    first = Lease.new("job", ttl_ms=5_000, at_ms=t0)
+    folder.acquire_lease(first, at_ms=t0)
+    with pytest.raises(LeaseHeldError, match="held by"):
+        folder.acquire_lease(Lease.new("job", ttl_ms=5_000, at_ms=t0 + 1_000), at_ms=t0 + 1_000)
+    # First's heartbeat is 6 s old: expired, so a second driver takes over.
+    second = Lease.new("job", ttl_ms=5_000, at_ms=t0 + 6_000)
+    taken = folder.acquire_lease(second, at_ms=t0 + 6_000)
+    assert taken is not None and taken.owner_id == first.owner_id
+    with pytest.raises(LeaseHeldError, match="taken over by"):
+        folder.renew_lease(first)
+    held = folder.read_lease()
+    assert held is not None and held.owner_id == second.owner_id
+    # Releasing someone else's lease leaves it; releasing one's own removes it.
+    folder.release_lease(first)
+    assert folder.read_lease() is not None
+    folder.release_lease(second)
+    assert folder.read_lease() is None
