@@ -41,7 +41,7 @@ from airflow_provider_kafkaspark.examples.access_events import (
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DAGS = ROOT / "dags"
 JOB = "ip_count"
 SOURCE, SINK, AUDIT = "ip_count_source", "ip_count_sink", "ip_count_audit"
