@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from airflow_provider_kafkaspark.local.jvm_archive import FAST_JVM_ENV
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from airflow_provider_kafkaspark.local.s3 import REGION, LocalS3Server
+
+# One bucket on the session's S3 server; tests keep apart by key prefix (their tmp_path name).
+S3_BUCKET = "kafkaspark-tests"
 
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="kafkaspark-airflow-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
@@ -29,3 +34,32 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKaf
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3Server]:
+    """One real S3-compatible server (SeaweedFS) for the session, with the bucket
+    `S3_BUCKET`; started only by the tests that ask for it."""
+    with LocalS3Server(tmp_path_factory.mktemp("s3")) as server:
+        server.create_bucket(S3_BUCKET)
+        yield server
+
+
+def s3_env(server: LocalS3Server) -> dict[str, str]:
+    """The standard AWS variables, as a CLI user or a driver has them."""
+    return {
+        "AWS_ACCESS_KEY_ID": server.access_key,
+        "AWS_SECRET_ACCESS_KEY": server.secret_key,
+        "AWS_ENDPOINT_URL": server.endpoint_url,
+        "AWS_DEFAULT_REGION": REGION,
+    }
+
+
+@pytest.fixture
+def s3_url(
+    s3_server: LocalS3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """`s3://<bucket>/<this test's folder name>`, with the AWS variables set for it."""
+    for key, value in s3_env(s3_server).items():
+        monkeypatch.setenv(key, value)
+    yield f"s3://{S3_BUCKET}/{tmp_path.name}"

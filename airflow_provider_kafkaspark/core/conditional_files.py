@@ -55,11 +55,9 @@ class ConditionalFiles(Protocol):
 
 
 def conditional_files(location: Location) -> ConditionalFiles:
-    protocols = location.fs.protocol
-    names = {protocols} if isinstance(protocols, str) else set(protocols)
-    if names & {"s3", "s3a"}:
+    if location.on_s3:
         return S3ConditionalFiles(location.fs)
-    if names & {"file", "local"}:
+    if location.on_local_disk:
         return LocalConditionalFiles()
     return ReadBackFiles(location.fs)
 

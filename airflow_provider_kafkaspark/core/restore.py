@@ -25,7 +25,7 @@ from airflow_provider_kafkaspark.core.savepoint import (
     copy_file,
 )
 from airflow_provider_kafkaspark.core.storage import Location, open_location
-from airflow_provider_kafkaspark.errors import LeaseHeldError, SavepointError
+from airflow_provider_kafkaspark.errors import LeaseHeldError, SavepointError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +76,30 @@ def move_aside(location: Location) -> Location:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     backup_path = f"{location.root.rstrip('/')}.backup-{stamp}"
     backup = Location(location.fs, backup_path, f"{location.url.rstrip('/')}.backup-{stamp}")
-    location.fs.mv(location.root, backup_path, recursive=True)
+    if location.on_local_disk:
+        location.fs.mv(location.root, backup_path, recursive=True)
+    else:
+        _copy_then_remove(location, backup)
     log.warning("moved %s aside to %s", location.url, backup.url)
     return backup
+
+
+def _copy_then_remove(location: Location, backup: Location) -> None:
+    """An object store has no folders to rename: copy every file (server-side), check each
+    copy's size, and only then remove the originals."""
+    files = list(location.walk_files())
+    for relative, _size in files:
+        location.fs.copy(location.path(relative), backup.path(relative))
+    location.fs.invalidate_cache()
+    copied = dict(backup.walk_files())
+    missing = [rel for rel, size in files if copied.get(rel) != size]
+    if missing:
+        raise StorageError(
+            f"moving {location.url} aside to {backup.url}: {len(missing)} file(s) did not copy "
+            f"whole (first: {missing[0]}); nothing was removed"
+        )
+    location.fs.rm([location.path(rel) for rel, _ in files])
+    location.fs.invalidate_cache()
 
 
 def restore(

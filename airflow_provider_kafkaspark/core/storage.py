@@ -28,6 +28,20 @@ class Location:
     root: str
     url: str
 
+    @property
+    def protocols(self) -> frozenset[str]:
+        """The file system's protocol names: {"file", "local"}, {"s3", "s3a"}, ..."""
+        names = self.fs.protocol
+        return frozenset([names] if isinstance(names, str) else names)
+
+    @property
+    def on_local_disk(self) -> bool:
+        return bool(self.protocols & {"file", "local"})
+
+    @property
+    def on_s3(self) -> bool:
+        return bool(self.protocols & {"s3", "s3a"})
+
     def path(self, *parts: str) -> str:
         return posixpath.join(self.root, *parts) if parts else self.root
 

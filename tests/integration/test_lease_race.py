@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -19,40 +18,16 @@ import pytest
 from airflow_provider_kafkaspark.core.conditional_files import COMPARE_AND_SET
 from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, now_ms
 from airflow_provider_kafkaspark.errors import LeaseHeldError
-from airflow_provider_kafkaspark.local.s3 import REGION, LocalS3Server
 
 ROUNDS = 50
 GAP_S = 0.25
-BUCKET = "lease-race"
-
-
-@pytest.fixture(scope="module")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3Server]:
-    with LocalS3Server(tmp_path_factory.mktemp("s3")) as server:
-        server.create_bucket(BUCKET)
-        yield server
-
-
-def s3_env(server: LocalS3Server) -> dict[str, str]:
-    """The standard AWS variables, as a CLI user or a driver would have them."""
-    return {
-        "AWS_ACCESS_KEY_ID": server.access_key,
-        "AWS_SECRET_ACCESS_KEY": server.secret_key,
-        "AWS_ENDPOINT_URL": server.endpoint_url,
-        "AWS_DEFAULT_REGION": REGION,
-    }
 
 
 @pytest.fixture(params=["local", "s3"])
-def base_url(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> str:
+def base_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "local":
         return str(tmp_path / "checkpoints")
-    server: LocalS3Server = request.getfixturevalue("s3_server")
-    for key, value in s3_env(server).items():
-        monkeypatch.setenv(key, value)
-    return f"s3://{BUCKET}/{tmp_path.name}"
+    return str(request.getfixturevalue("s3_url"))
 
 
 def expired_lease(at_ms: int) -> Lease:
