@@ -5,6 +5,7 @@ started, killed and stopped through the same functions the Airflow operators cal
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from collections import Counter
@@ -524,13 +525,55 @@ def wait_committed_beyond(
             raise RuntimeError(f"driver {handle.pid} exited:\n{read_log(handle)}")
         return committed(checkpoint)
 
-    return wait_for(
-        f"driver {handle.pid} to commit a batch after {batch} on {checkpoint} "
-        "(last committed batch shown)",
-        latest,
-        timeout_s,
-        done=lambda seen: seen > batch,
-    )
+    try:
+        return wait_for(
+            f"driver {handle.pid} to commit a batch after {batch} on {checkpoint} "
+            "(last committed batch shown)",
+            latest,
+            timeout_s,
+            done=lambda seen: seen > batch,
+        )
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; thread dumps: {dump_stacks(handle)}") from None
+
+
+def dump_stacks(handle: LocalJobHandle) -> str:
+    """Ask a stalled driver where it is: SIGUSR1 to its Python processes (the runner writes
+    its threads' stacks to the driver log) and `jcmd Thread.print` of its JVMs, written next
+    to the log. Returns where the dumps went."""
+    import signal
+    import subprocess
+
+    from airflow_provider_kafkaspark.local.process import proc_cmdline
+
+    out = Path(handle.log_file).with_suffix(".threads.txt")
+    with out.open("w") as dump:
+        for pid in _process_tree(handle.pid):
+            command = proc_cmdline(pid).replace(b"\0", b" ").decode(errors="replace")
+            dump.write(f"== pid {pid}: {command[:300]}\n")
+            if "spark.runner" in command:
+                os.kill(pid, signal.SIGUSR1)
+            elif command.split(" ", 1)[0].endswith("java"):
+                threads = subprocess.run(
+                    ["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=60
+                )
+                dump.write(threads.stdout + threads.stderr)
+    return f"{out} and {handle.log_file}"
+
+
+def _process_tree(root: int) -> list[int]:
+    """`root` and its descendants (bounded), from /proc."""
+    found: list[int] = []
+    queue = [root]
+    while queue and len(found) < 200:
+        pid = queue.pop()
+        found.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                queue += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+    return found
 
 
 def wait_caught_up(

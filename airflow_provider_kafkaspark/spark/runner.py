@@ -12,8 +12,10 @@ driver, 4 bad job (spec, code, SQL, topics or sink schema; not restarted).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
 import logging
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -212,6 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per callback otherwise
+    # `kill -USR1 <pid>` writes every Python thread's stack to the driver log: what a person
+    # (or the reliability harness) needs when a driver stalls without a word.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         spec = JobSpec.load(args.spec)
     except InvalidInputError as exc:

@@ -21,6 +21,7 @@ from airflow_provider_kafkaspark.errors import LeaseHeldError
 from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job, submit_local
 from airflow_provider_kafkaspark.local.jobs import LocalJobHandle, wait_exit
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from reliability.stack import dump_stacks
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, wait_until
 
@@ -68,6 +69,8 @@ def test_stop_then_savepoint_at_once_round_after_round(
         wait_until(driver, f"round {round_no}: a new batch", partial(advanced, checkpoint, before))
         assert os.readlink(f"/proc/{driver.pid}/cwd") == handle["work_dir"]
         assert Path(handle["work_dir"]).parent == tmp_path / "drivers"
+        if round_no == 0:
+            assert_stacks_can_be_dumped(driver)
         # Polled as often as the file system allows: the savepoint follows the report at once.
         report = stop_job(
             checkpoint,
@@ -110,6 +113,20 @@ def test_a_stop_issued_while_the_driver_starts_waits_for_it(
     assert report is not None, "the stop found nothing to stop"
     assert report.reason == "stop request by test: right away"
     assert wait_exit(LocalJobHandle.from_dict(_handle_fields(handle)), 60) in (0, 2)
+
+
+def assert_stacks_can_be_dumped(driver: LocalJobHandle) -> None:
+    """What the reliability harness does when a driver stalls: the JVM's threads go to a
+    file, the runner's Python threads (SIGUSR1) to the driver log."""
+    where = dump_stacks(driver)
+    dumps = Path(driver.log_file).with_suffix(".threads.txt")
+    assert str(dumps) in where
+    assert "Full thread dump" in dumps.read_text()
+    wait_until(
+        driver,
+        "the runner's Python stacks in the driver log",
+        lambda: "most recent call first" in Path(driver.log_file).read_text(),
+    )
 
 
 def advanced(checkpoint: str, before: int) -> bool:
