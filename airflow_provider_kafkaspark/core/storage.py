@@ -71,13 +71,18 @@ class Location:
             raise StorageError(f"{self.describe(*parts)}: not UTF-8 text") from exc
 
     def write_atomic(self, data: str | bytes, *parts: str) -> None:
-        """Write to a temporary name in the same folder, then rename over the target, so a
-        reader sees the old file or the new one, never half of one."""
+        """Write so that a reader sees the old file or the new one, never half of one: one PUT
+        on S3, elsewhere a temporary file in the same folder renamed over the target."""
         path = self.path(*parts)
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        if self.on_s3:
+            # One PUT is already all-or-nothing on S3; a rename there would be a copy and a
+            # delete, and a crash between them would leave the temporary object behind.
+            self.fs.pipe_file(path, raw)
+            return
         parent = posixpath.dirname(path)
         self.fs.makedirs(parent, exist_ok=True)
         tmp = posixpath.join(parent, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
-        raw = data.encode("utf-8") if isinstance(data, str) else data
         with self.fs.open(tmp, "wb") as f:
             f.write(raw)
         try:
@@ -125,8 +130,11 @@ def open_location(url: str) -> Location:
     """A `Location` for a URL or local path; a clear error when no filesystem serves it."""
     if not url or not isinstance(url, str):
         raise StorageError(f"storage URL must be a non-empty string, got {url!r}")
+    # Control files are polled by long-lived processes (sensors, the triggerer): a cached S3
+    # listing would hide a file another host wrote since.
+    options = {"use_listings_cache": False} if url.startswith(("s3://", "s3a://")) else {}
     try:
-        fs, root = fsspec.core.url_to_fs(url)
+        fs, root = fsspec.core.url_to_fs(url, **options)
     except (ImportError, ValueError) as exc:
         protocol = url.split("://", 1)[0] if "://" in url else "?"
         raise StorageError(

@@ -4,6 +4,8 @@ real Spark checkpoints (written on local disk by the session's queries)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,24 @@ def test_control_files_on_s3(s3_url: str) -> None:
     assert request is not None and request.reason == "window"
     control.clear_stop_request()
     assert control.read_stop_request() is None
+
+
+WRITE_STOP_REQUEST = """
+import sys
+from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest, now_ms
+ControlFolder(sys.argv[1]).request_stop(StopRequest(now_ms(), "another host", "window"))
+"""
+
+
+def test_a_reader_that_listed_the_folder_sees_a_file_another_process_wrote(s3_url: str) -> None:
+    """A sensor polls the control folder from one long-lived process; the driver writes
+    from another. No cached S3 listing may hide the new file."""
+    checkpoint = f"{s3_url}/polled"
+    control = ControlFolder(checkpoint)
+    control.location.write_atomic("{}", "progress.json")
+    assert control.location.listdir() == ["progress.json"]  # listed: a cache could keep this
+    assert control.read_stop_request() is None
+    subprocess.run([sys.executable, "-c", WRITE_STOP_REQUEST, checkpoint], check=True, timeout=120)
+    request = control.read_stop_request()
+    assert request is not None and request.requested_by == "another host"
+    assert "stop-request.json" in control.location.listdir()
