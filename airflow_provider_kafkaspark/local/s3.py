@@ -174,7 +174,12 @@ class LocalS3Server:
             )
         self._state.pid = self._proc.pid
         self._save_state()
-        self._wait_ready(timeout)
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            # A server that never answered must not outlive the failed start.
+            self.stop()
+            raise
         return self
 
     def stop(self, timeout: float = 30.0) -> None:

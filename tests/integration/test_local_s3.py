@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_kafkaspark.errors import ObjectStoreStartError
 from airflow_provider_kafkaspark.local.s3 import STATE_FILE, LocalS3Server
 
 
@@ -80,3 +81,21 @@ def test_the_cli_starts_reports_and_stops_a_server(tmp_path: Path) -> None:
     assert stopped.returncode == 0, stopped.stderr
     status = local_s3("status", "--dir", base)
     assert status.returncode != 0 and json.loads(status.stdout)["running"] is False
+
+
+def test_a_start_that_fails_leaves_no_server_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = LocalS3Server(tmp_path / "s3")
+    started: list[int] = []
+
+    def never_ready(timeout: float) -> None:
+        assert server.is_running()  # the process is there, it just never answers
+        started.append(server.status()["pid"])
+        raise ObjectStoreStartError("did not answer (test)")
+
+    monkeypatch.setattr(server, "_wait_ready", never_ready)
+    with pytest.raises(ObjectStoreStartError):
+        server.start()
+    assert len(started) == 1 and not Path(f"/proc/{started[0]}").exists()
+    assert server.status()["pid"] is None
