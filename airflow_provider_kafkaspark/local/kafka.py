@@ -184,10 +184,19 @@ class LocalKafkaCluster:
                         f"port {port} ({what} of Kafka node {n.node_id}) is already in use: "
                         f"stop what holds it or choose another port (--port)"
                     )
-        for n in to_start:
-            self._start_node(n, java, classpath)
-        self._save_state()
-        self.wait_ready([n.node_id for n in self._state.nodes], timeout=timeout)
+        try:
+            for n in to_start:
+                self._start_node(n, java, classpath)
+            self._save_state()
+            self.wait_ready([n.node_id for n in self._state.nodes], timeout=timeout)
+        except BaseException:
+            # Nodes this call started must not outlive a start that failed.
+            for n in to_start:
+                if _pid_alive(n.pid):
+                    self._signal_and_wait(n, signal.SIGKILL, 10.0)
+                n.pid = None
+            self._save_state()
+            raise
         return self
 
     def start_broker(self, node_id: int, timeout: float = 90.0) -> None:

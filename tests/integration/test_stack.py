@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from airflow_provider_kafkaspark.errors import BrokerStartError
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import (
     create_topic,
@@ -105,3 +106,22 @@ def test_three_node_cluster_keeps_data_through_a_broker_kill(
 
         values = read_all_values(bootstrap, topic, 3)
         assert sorted(values, key=int) == [str(i) for i in range(2000)]
+
+
+def test_a_start_that_fails_leaves_no_broker_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster = LocalKafkaCluster(tmp_path / "failing", brokers=1)
+    started: list[int] = []
+
+    def never_ready(node_ids: list[int], timeout: float = 90.0) -> None:
+        pid = cluster.node(1).pid
+        assert pid is not None and Path(f"/proc/{pid}").exists()
+        started.append(pid)
+        raise BrokerStartError("did not answer (test)")
+
+    monkeypatch.setattr(cluster, "wait_ready", never_ready)
+    with pytest.raises(BrokerStartError):
+        cluster.start()
+    assert len(started) == 1 and not Path(f"/proc/{started[0]}").exists()
+    assert cluster.node(1).pid is None
