@@ -43,6 +43,6 @@ print(f"setup: pyspark {pyspark.__version__} with its jars")
 PY
 
 "$VENV/bin/kafkaspark" local jars resolve | sed 's/^/setup: jars /'
-"$VENV/bin/weed" version 2>/dev/null | head -1 | sed 's/^/setup: seaweedfs (local S3 server) /'
+"$VENV/bin/weed" version 2>/dev/null | sed 's/^/setup: seaweedfs (local S3 server) /'
 # Class archives that halve a local driver's and broker's start (used under KAFKASPARK_FAST_JVM=1).
 "$VENV/bin/kafkaspark" local jars archive | sed 's/^/setup: jvm archive /'
