@@ -84,6 +84,15 @@ def _pid_alive(pid: int | None) -> bool:
     return pid_alive(pid) and b"kafka.Kafka" in proc_cmdline(pid or 0)
 
 
+def _child_alive(proc: subprocess.Popen[bytes] | None, pid: int | None) -> bool:
+    """Whether a node runs. For a child of this process, its own status: between fork and
+    exec a just-started child still shows the parent's command line, so the command line
+    check would call it gone (and a failed start would then leave it running)."""
+    if proc is not None and proc.pid == pid:
+        return proc.poll() is None
+    return _pid_alive(pid)
+
+
 class LocalKafkaCluster:
     """1 to N real Kafka nodes on loopback. Use as a context manager or start()/stop()."""
 
@@ -150,7 +159,7 @@ class LocalKafkaCluster:
         raise KeyError(f"no node {node_id} in the cluster at {self.base_dir}")
 
     def is_running(self, node_id: int) -> bool:
-        return _pid_alive(self.node(node_id).pid)
+        return self._alive(self.node(node_id))
 
     def status(self) -> dict[str, Any]:
         return {
@@ -163,7 +172,7 @@ class LocalKafkaCluster:
                     "address": n.address,
                     "controller_port": n.controller_port,
                     "pid": n.pid,
-                    "running": _pid_alive(n.pid),
+                    "running": self._alive(n),
                     "data_dir": n.data_dir,
                 }
                 for n in self._state.nodes
@@ -176,7 +185,7 @@ class LocalKafkaCluster:
         """Format new nodes, start every node that is not running, wait until all answer."""
         java = find_java()
         classpath = kafka_classpath(self.jars_dir)
-        to_start = [n for n in self._state.nodes if not _pid_alive(n.pid)]
+        to_start = [n for n in self._state.nodes if not self._alive(n)]
         for n in to_start:
             for port, what in ((n.port, "listener"), (n.controller_port, "controller")):
                 if port_in_use(port):
@@ -192,7 +201,7 @@ class LocalKafkaCluster:
         except BaseException:
             # Nodes this call started must not outlive a start that failed.
             for n in to_start:
-                if _pid_alive(n.pid):
+                if self._alive(n):
                     self._signal_and_wait(n, signal.SIGKILL, 10.0)
                 n.pid = None
             self._save_state()
@@ -202,7 +211,7 @@ class LocalKafkaCluster:
     def start_broker(self, node_id: int, timeout: float = 90.0) -> None:
         """(Re)start one node on its existing data folder and wait until it rejoins."""
         n = self.node(node_id)
-        if _pid_alive(n.pid):
+        if self._alive(n):
             return
         if port_in_use(n.port):
             raise PortInUseError(
@@ -228,14 +237,14 @@ class LocalKafkaCluster:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop every node: all get SIGTERM at once, the stragglers SIGKILL."""
-        running = [n for n in self._state.nodes if _pid_alive(n.pid)]
+        running = [n for n in self._state.nodes if self._alive(n)]
         for n in running:
             self._send(n, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for n in running:
             self._wait_exit(n, max(0.0, deadline - time.monotonic()))
         for n in running:
-            if _pid_alive(n.pid):
+            if self._alive(n):
                 log.warning("Kafka node %s did not stop in %ss: killing it", n.node_id, timeout)
                 self._signal_and_wait(n, signal.SIGKILL, 10.0)
             n.pid = None
@@ -253,7 +262,7 @@ class LocalKafkaCluster:
         missing = set(node_ids)
         while missing:
             for node_id in sorted(missing):
-                if not _pid_alive(self.node(node_id).pid):
+                if not self._alive(self.node(node_id)):
                     raise BrokerStartError(
                         f"Kafka node {node_id} exited during start-up; "
                         f"last lines of {self.log_file(node_id)}:\n{self.log_tail(node_id)}"
@@ -283,7 +292,7 @@ class LocalKafkaCluster:
         before it leads its partitions again, and offset requests fail until it does."""
         from confluent_kafka.admin import AdminClient
 
-        live = {n.node_id for n in self._state.nodes if _pid_alive(n.pid)}
+        live = {n.node_id for n in self._state.nodes if self._alive(n)}
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
         while True:
             leaderless: list[str] = []
@@ -406,8 +415,11 @@ class LocalKafkaCluster:
         n.pid = proc.pid
         log.info("started Kafka node %s (pid %s) on %s", n.node_id, proc.pid, n.address)
 
+    def _alive(self, n: KafkaNode) -> bool:
+        return _child_alive(self._procs.get(n.node_id), n.pid)
+
     def _send(self, n: KafkaNode, sig: signal.Signals) -> None:
-        if n.pid and _pid_alive(n.pid):
+        if n.pid and self._alive(n):
             try:
                 os.kill(n.pid, sig)
             except ProcessLookupError:
@@ -416,7 +428,7 @@ class LocalKafkaCluster:
     def _wait_exit(self, n: KafkaNode, timeout: float) -> bool:
         proc = self._procs.get(n.node_id)
         deadline = time.monotonic() + timeout
-        while _pid_alive(n.pid):
+        while self._alive(n):
             if proc is not None and proc.poll() is not None:
                 break
             if time.monotonic() > deadline:

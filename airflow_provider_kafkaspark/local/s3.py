@@ -199,8 +199,11 @@ class LocalS3Server:
         self._save_state()
 
     def is_running(self) -> bool:
-        self._reap()
         pid = self._state.pid
+        if self._proc is not None and self._proc.pid == pid:
+            # Our own child: its status, not its command line, which shows the parent's
+            # between fork and exec (a start checked there looked failed and leaked weed).
+            return self._proc.poll() is None
         return pid_alive(pid) and b"weed" in proc_cmdline(pid or 0)
 
     def status(self) -> dict[str, Any]:
