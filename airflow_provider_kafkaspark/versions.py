@@ -14,6 +14,10 @@ from __future__ import annotations
 SPARK_VERSION = "4.0.0"
 SCALA_BINARY_VERSION = "2.13"
 KAFKA_VERSION = "4.1.1"
+# The Hadoop that pyspark's jars/ ships (hadoop-client-api-<version>.jar): hadoop-aws must
+# match it exactly, and names the AWS SDK v2 bundle it was built against.
+HADOOP_VERSION = "3.4.1"
+AWS_SDK_BUNDLE_VERSION = "2.24.6"
 
 # The Spark Kafka connector and what it needs that pyspark does not already ship.
 # Listed one by one (not resolved transitively) because Spark's parent pom names an extra
@@ -31,4 +35,14 @@ KAFKA_BROKER_ARTIFACTS: tuple[str, ...] = (
     f"org.apache.kafka:kafka_{SCALA_BINARY_VERSION}:{KAFKA_VERSION}",
     f"org.apache.kafka:kafka-tools:{KAFKA_VERSION}",
     "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
+)
+
+# What a driver needs to keep its checkpoint on S3 (`s3a://`): Hadoop's S3A file system, the
+# AWS SDK bundle it was built with, and Spark's cloud module for its abortable-stream
+# checkpoint file manager (writes in place instead of a rename, which S3 does not have).
+# Listed one by one for the same reason as the connector.
+S3A_ARTIFACTS: tuple[str, ...] = (
+    f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}",
+    f"software.amazon.awssdk:bundle:{AWS_SDK_BUNDLE_VERSION}",
+    f"org.apache.spark:spark-hadoop-cloud_{SCALA_BINARY_VERSION}:{SPARK_VERSION}",
 )

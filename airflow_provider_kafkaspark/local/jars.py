@@ -19,6 +19,7 @@ from xml.sax.saxutils import escape
 from airflow_provider_kafkaspark.errors import JarsNotFoundError, JavaNotFoundError
 from airflow_provider_kafkaspark.versions import (
     KAFKA_BROKER_ARTIFACTS,
+    S3A_ARTIFACTS,
     SPARK_CONNECTOR_ARTIFACTS,
 )
 
@@ -31,6 +32,7 @@ _COMPLETE_MARKER = ".complete.json"
 BUNDLES: dict[str, tuple[tuple[str, ...], bool]] = {
     "kafka": (KAFKA_BROKER_ARTIFACTS, True),
     "spark-kafka": (SPARK_CONNECTOR_ARTIFACTS, False),
+    "s3a": (S3A_ARTIFACTS, False),
 }
 
 
@@ -109,6 +111,11 @@ def kafka_classpath(jars_dir: Path | None = None) -> str:
 
 def spark_connector_jars(jars_dir: Path | None = None) -> list[Path]:
     return bundle_jars("spark-kafka", jars_dir)
+
+
+def s3a_jars(jars_dir: Path | None = None) -> list[Path]:
+    """The jars a driver needs for a checkpoint on S3 (see `versions.S3A_ARTIFACTS`)."""
+    return bundle_jars("s3a", jars_dir)
 
 
 def _pom(bundle: str, artifacts: tuple[str, ...], transitive: bool) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from airflow_provider_kafkaspark.errors import LocalStackError
-from airflow_provider_kafkaspark.local.jars import find_java, spark_connector_jars
+from airflow_provider_kafkaspark.local.jars import find_java, s3a_jars, spark_connector_jars
 from airflow_provider_kafkaspark.local.jvm_archive import fast_java_options
 from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
@@ -52,9 +52,11 @@ def python_env() -> dict[str, str]:
     }
 
 
-def spark_jars_option(jars_dir: Path | None = None) -> str:
-    """The comma-separated value for `spark.jars` / `spark-submit --jars`."""
-    return ",".join(str(j) for j in spark_connector_jars(jars_dir))
+def spark_jars_option(jars_dir: Path | None = None, *, s3a: bool = False) -> str:
+    """The comma-separated value for `spark.jars` / `spark-submit --jars`; with `s3a`, also
+    the jars of Hadoop's S3A file system (a checkpoint or output on S3)."""
+    jars = [*spark_connector_jars(jars_dir), *(s3a_jars(jars_dir) if s3a else [])]
+    return ",".join(str(j) for j in jars)
 
 
 def local_spark_session(
@@ -63,11 +65,12 @@ def local_spark_session(
     master: str = "local[2]",
     conf: Mapping[str, str] | None = None,
     jars_dir: Path | None = None,
+    s3a: bool = False,
 ) -> SparkSession:
-    """A SparkSession in local mode that can read and write Kafka."""
+    """A SparkSession in local mode that can read and write Kafka (and S3 with `s3a`)."""
     find_java()
     check_pyspark_version()
-    jars = spark_jars_option(jars_dir)
+    jars = spark_jars_option(jars_dir, s3a=s3a)
     for key, value in python_env().items():
         os.environ.setdefault(key, value)
 

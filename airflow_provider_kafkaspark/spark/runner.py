@@ -15,6 +15,7 @@ import argparse
 import faulthandler
 import importlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ if __package__ in (None, ""):
 from airflow_provider_kafkaspark.core.job_code import check_topics_exist
 from airflow_provider_kafkaspark.core.jobspec import JobSpec, java_client_options
 from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.spark.object_storage import on_s3, s3a_conf, spark_url
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,8 +88,6 @@ def source_frame(spark: SparkSession, spec: JobSpec, *, streaming: bool = True) 
 def add_python_path(spark: SparkSession, spec: JobSpec) -> None:
     """The spec's `python_path`: on this driver's sys.path, and archives shipped to the
     executors (folders reach local executors through PYTHONPATH, set by the launcher)."""
-    import os
-
     from airflow_provider_kafkaspark.core.job_code import is_local
 
     for i, entry in enumerate(spec.python_path):
@@ -108,7 +108,7 @@ def start_query(
     check_topics_exist(spec)
     frame = load_transformation(spec)(source_frame(spark, spec))
     writer = frame.writeStream.queryName(spec.job_name).outputMode(spec.sink.output_mode)
-    writer = writer.option("checkpointLocation", spec.checkpoint_location)
+    writer = writer.option("checkpointLocation", spark_url(spec.checkpoint_location))
     if spec.trigger_interval == "availableNow":
         writer = writer.trigger(availableNow=True)
     else:
@@ -124,7 +124,7 @@ def start_query(
         for key, value in java_client_options(spec.kafka_config, sink.options).items():
             writer = writer.option(key, value)
     elif sink.kind == "parquet":
-        writer = writer.format("parquet").option("path", sink.path or "")
+        writer = writer.format("parquet").option("path", spark_url(sink.path or ""))
     else:
         writer = writer.format("console").option("truncate", "false")
     return writer.start()
@@ -167,14 +167,18 @@ def exactly_once_batch_writer(
 
 
 def build_session(spec: JobSpec, master: str | None) -> SparkSession:
+    locations = (spec.checkpoint_location, spec.sink.path)
+    # The spec's own settings win over the ones derived from the environment.
+    conf = {**s3a_conf(os.environ, locations), **spec.spark_conf}
     if master:
         from airflow_provider_kafkaspark.local.spark import local_spark_session
 
-        return local_spark_session(spec.job_name, master=master, conf=spec.spark_conf)
+        s3a = any(on_s3(u) for u in locations)
+        return local_spark_session(spec.job_name, master=master, conf=conf, s3a=s3a)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(spec.job_name)
-    for key, value in spec.spark_conf.items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

@@ -96,13 +96,16 @@ def sink_counts(bootstrap: str, topic: str) -> tuple[Counter[tuple[int, str]], i
 
 
 def test_exactly_once_through_three_crashes(
-    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path, storage_base: str
 ) -> None:
+    """On local disk and with the checkpoint on S3 (Spark through S3A, the lease and the
+    control files through s3fs)."""
     bootstrap = kafka_cluster.bootstrap_servers
-    source, sink = "eo_source", "eo_sink"
+    on_s3 = storage_base.startswith("s3://")
+    source, sink = ("eo_s3_source", "eo_s3_sink") if on_s3 else ("eo_source", "eo_sink")
     events, flush_ms = make_input(bootstrap, source)
     create_topic(bootstrap, sink, 3)
-    checkpoint = str(tmp_path / "checkpoint")
+    checkpoint = f"{storage_base}/checkpoint"
     spec = job_spec_dict(
         bootstrap_servers=bootstrap,
         checkpoint=checkpoint,
