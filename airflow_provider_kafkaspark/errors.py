@@ -44,6 +44,15 @@ class StorageError(InvalidInputError):
     """A URL has no filesystem, or a path cannot be read or written."""
 
 
+class StorageAccessError(StorageError):
+    """An object store refused the credentials, or denies the operation: no retry helps until
+    someone fixes the credentials or the store's policy."""
+
+
+class StorageUnavailableError(KafkaSparkError):
+    """An object store's endpoint did not answer (refused, timed out, unknown host)."""
+
+
 class CheckpointError(InvalidInputError):
     """A Spark checkpoint is missing, malformed or inconsistent; the message names the file."""
 

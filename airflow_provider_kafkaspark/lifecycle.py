@@ -184,6 +184,7 @@ def submit_local(
     master: str,
     restart_policy: RestartPolicy | None,
     submitted_by: str = "kafkaspark",
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Start the job's driver as a detached local process; the handle is small and durable.
 
@@ -201,7 +202,9 @@ def submit_local(
         log.info("clearing a stop request left by an earlier driver")
         control.clear_stop_request()
     submitted_at = now_ms()
-    handle = start_local_job(spec, Path(workdir), master=master, restart_policy=restart_policy)
+    handle = start_local_job(
+        spec, Path(workdir), master=master, restart_policy=restart_policy, env=env
+    )
     control.write_submitted(
         SubmittedMarker(
             submitted_at_ms=submitted_at,

@@ -7,19 +7,50 @@ paths relative to a location, so a checkpoint on S3 and one on a laptop read the
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import hashlib
 import posixpath
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import fsspec
 from fsspec.spec import AbstractFileSystem
 
-from airflow_provider_kafkaspark.errors import StorageError
+from airflow_provider_kafkaspark.errors import (
+    StorageAccessError,
+    StorageError,
+    StorageUnavailableError,
+)
 
 _CHUNK = 1 << 20
+# Concurrent requests for many small files on an object store, where each file costs a few
+# network round trips; local disk copies one file at a time.
+_STORE_WORKERS = 8
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# s3fs options (credentials, endpoint, region) for S3 URLs opened in this context: an Airflow
+# task or trigger sets them from its `aws` connection, so that two triggers of one triggerer
+# with different connections do not share one process-wide setting. Without them s3fs reads
+# the standard AWS variables and files, as the CLI does.
+_S3_OPTIONS: ContextVar[Mapping[str, Any] | None] = ContextVar("kafkaspark_s3", default=None)
+
+
+@contextlib.contextmanager
+def s3_options_scope(options: Mapping[str, Any] | None) -> Iterator[None]:
+    """Open S3 URLs with `options` (s3fs keyword arguments) inside this block."""
+    token = _S3_OPTIONS.set(dict(options) if options else None)
+    try:
+        yield
+    finally:
+        _S3_OPTIONS.reset(token)
 
 
 @dataclass(frozen=True)
@@ -107,7 +138,9 @@ class Location:
             return
         found: dict[str, dict[str, Any]] = self.fs.find(base, detail=True)
         for full, info in sorted(found.items()):
-            if info.get("type") == "directory":
+            # An empty object named `folder/` is a directory marker (Hadoop's S3A writes
+            # them), not a file: copying it as one would make a file named like the folder.
+            if info.get("type") == "directory" or str(full).endswith("/"):
                 continue
             yield posixpath.relpath(_strip(full), _strip(self.root)), int(info.get("size") or 0)
 
@@ -118,6 +151,16 @@ class Location:
                 digest.update(chunk)
         return "sha256:" + digest.hexdigest()
 
+    def map_files(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """`fn` over `items`, results in the items' order: concurrently on an object store,
+        one by one on local disk. The first error is raised, as in a loop."""
+        if self.on_local_disk:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(_STORE_WORKERS, thread_name_prefix="kafkaspark-io") as pool:
+            # Each call in a copy of this context (the storage scope of a task or trigger).
+            futures = [pool.submit(contextvars.copy_context().run, fn, i) for i in items]
+            return [f.result() for f in futures]
+
     def describe(self, *parts: str) -> str:
         return self.url.rstrip("/") + ("/" + "/".join(parts) if parts else "")
 
@@ -126,13 +169,60 @@ def _strip(path: str) -> str:
     return path.rstrip("/")
 
 
+def _unreachable(exc: BaseException) -> bool:
+    """A connection that failed or timed out, as Python or botocore (without importing it)
+    raises it."""
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    return any(
+        c.__module__.startswith("botocore") and c.__name__ in ("ConnectionError", "HTTPClientError")
+        for c in type(exc).__mro__
+    )
+
+
+class _StoreErrors:
+    """An object store's file system whose calls raise this package's errors, naming the
+    location's URL, where the store refuses access or does not answer (s3fs raises a bare
+    `PermissionError: Forbidden` or botocore's own exception types). Everything else passes
+    through: attributes, return values and other exceptions, which callers handle."""
+
+    def __init__(self, fs: AbstractFileSystem, url: str) -> None:
+        self._fs = fs
+        self._url = url
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._fs, name)
+        if not callable(attr):
+            return attr
+
+        @functools.wraps(attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except PermissionError as exc:
+                raise StorageAccessError(
+                    f"{self._url}: the store refused access ({exc}); check the credentials "
+                    f"(the task's aws connection, or the AWS variables) and the bucket's policy"
+                ) from None
+            except Exception as exc:
+                if _unreachable(exc):
+                    raise StorageUnavailableError(
+                        f"{self._url}: the store did not answer ({type(exc).__name__}: {exc})"
+                    ) from None
+                raise
+
+        return call
+
+
 def open_location(url: str) -> Location:
     """A `Location` for a URL or local path; a clear error when no filesystem serves it."""
     if not url or not isinstance(url, str):
         raise StorageError(f"storage URL must be a non-empty string, got {url!r}")
     # Control files are polled by long-lived processes (sensors, the triggerer): a cached S3
     # listing would hide a file another host wrote since.
-    options = {"use_listings_cache": False} if url.startswith(("s3://", "s3a://")) else {}
+    options: dict[str, Any] = {}
+    if url.startswith(("s3://", "s3a://")):
+        options = {"use_listings_cache": False, **(_S3_OPTIONS.get() or {})}
     try:
         fs, root = fsspec.core.url_to_fs(url, **options)
     except (ImportError, ValueError) as exc:
@@ -141,4 +231,6 @@ def open_location(url: str) -> Location:
             f"{url}: no filesystem for '{protocol}://' ({exc}); "
             f"install the fsspec package for it (s3fs, gcsfs, ...)"
         ) from exc
+    if "file" not in fs.protocol and "local" not in fs.protocol:
+        fs = _StoreErrors(fs, url)
     return Location(fs=fs, root=_strip(str(root)) or "/", url=url)

@@ -8,7 +8,10 @@ imports confluent_kafka at module level).
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow.sdk import BaseHook
@@ -97,6 +100,83 @@ def _kafka_spec_config(kafka_conn_id: str) -> tuple[str, dict[str, str]]:
     return servers, {str(k): str(v) for k, v in extra.items()}
 
 
+# -- the `aws` connection ---------------------------------------------------------------------
+# An official-provider `aws` connection, read for checkpoints and savepoints on S3.
+#
+# The fields are the Amazon provider's: login = access key id, password = secret access key;
+# in the extra `aws_session_token`, `region_name`, and the endpoint of an S3-compatible store
+# as `endpoint_url` or `service_config.s3.endpoint_url`. A connection without a login leaves
+# credentials to the default chain (instance profile, the AWS variables), as the Amazon
+# provider does. Read by hand (about twenty lines) rather than through the Amazon provider's
+# `AwsConnectionWrapper`, which would add that provider and boto3 as dependencies; unlike it,
+# this does not assume roles (`role_arn`) or read profiles from a credentials file.
+
+
+@dataclass(frozen=True)
+class AwsStorage:
+    """What one `aws` connection gives: s3fs options for this process, and the standard AWS
+    variables for a driver process (which S3A and s3fs there both read). `repr` hides both:
+    they hold the secret key."""
+
+    s3fs_options: dict[str, Any] = field(repr=False)
+    driver_env: dict[str, str] = field(repr=False)
+
+
+def aws_storage(aws_conn_id: str) -> AwsStorage:
+    """Read an `aws` connection; errors name the connection and the field, never a value."""
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        conn = BaseHook.get_connection(aws_conn_id)
+    except AirflowNotFoundException as exc:
+        raise InvalidInputError(
+            f"AWS connection {aws_conn_id!r} is not defined: add it (UI, CLI or an "
+            f"AIRFLOW_CONN_{str(aws_conn_id).upper()} variable)"
+        ) from exc
+    try:
+        extra = json.loads(conn.extra) if conn.extra else {}
+    except (TypeError, ValueError):
+        raise InvalidInputError(
+            f"AWS connection {aws_conn_id!r}: its 'extra' is not JSON"
+        ) from None
+    if not isinstance(extra, dict):
+        raise InvalidInputError(f"AWS connection {aws_conn_id!r}: its 'extra' must be an object")
+    service = extra.get("service_config", {})
+    s3_service = service.get("s3", {}) if isinstance(service, dict) else {}
+    endpoint = (s3_service if isinstance(s3_service, dict) else {}).get(
+        "endpoint_url"
+    ) or extra.get("endpoint_url")
+    region = extra.get("region_name")
+    token = extra.get("aws_session_token")
+    for name, value in (("endpoint_url", endpoint), ("region_name", region)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"AWS connection {aws_conn_id!r}: '{name}' must be a string")
+    if bool(conn.login) != bool(conn.password):
+        raise InvalidInputError(
+            f"AWS connection {aws_conn_id!r}: give both the access key id (login) and the "
+            f"secret access key (password), or neither"
+        )
+
+    options: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    if conn.login:
+        options.update(key=conn.login, secret=conn.password)
+        env.update(AWS_ACCESS_KEY_ID=str(conn.login), AWS_SECRET_ACCESS_KEY=str(conn.password))
+        if token:
+            options["token"] = str(token)
+            env["AWS_SESSION_TOKEN"] = str(token)
+    client_kwargs: dict[str, str] = {}
+    if endpoint:
+        client_kwargs["endpoint_url"] = endpoint
+        env["AWS_ENDPOINT_URL"] = endpoint
+    if region:
+        client_kwargs["region_name"] = region
+        env.update(AWS_REGION=region, AWS_DEFAULT_REGION=region)
+    if client_kwargs:
+        options["client_kwargs"] = client_kwargs
+    return AwsStorage(s3fs_options=options, driver_env=env)
+
+
 # spark-submit returns once the driver is submitted instead of following it for the life of
 # the stream (each key is read by one cluster manager only).
 NO_WAIT_CONF = {
@@ -152,15 +232,40 @@ def _submit_cluster_mode(
 class KafkaSparkHook(BaseHook):
     """What the operators, sensors and trigger read from Airflow connections: a `kafka`
     connection's client config (for in-process calls, and the part a job spec carries to the
-    driver), a `spark` connection's master, and a cluster-mode submit through the official
-    SparkSubmitHook. Every error names the connection, never a value from it."""
+    driver), a `spark` connection's master, a cluster-mode submit through the official
+    SparkSubmitHook, and an `aws` connection's credentials for checkpoints and savepoints on
+    S3. Every error names the connection, never a value from it."""
 
     hook_name = "Kafka + Spark Structured Streaming"
 
-    def __init__(self, kafka_conn_id: str = "kafka_default", spark_conn_id: str | None = None):
+    def __init__(
+        self,
+        kafka_conn_id: str = "kafka_default",
+        spark_conn_id: str | None = None,
+        aws_conn_id: str | None = None,
+    ):
         super().__init__()
         self.kafka_conn_id = kafka_conn_id
         self.spark_conn_id = spark_conn_id
+        self.aws_conn_id = aws_conn_id
+
+    @contextlib.contextmanager
+    def storage(self) -> Iterator[None]:
+        """S3 URLs opened inside this block use the `aws` connection (without one: the
+        standard AWS variables and files)."""
+        from airflow_provider_kafkaspark.core.storage import s3_options_scope
+
+        with s3_options_scope(self.s3fs_options()):
+            yield
+
+    def s3fs_options(self) -> dict[str, Any] | None:
+        """s3fs options of the `aws` connection; None without one."""
+        return aws_storage(self.aws_conn_id).s3fs_options if self.aws_conn_id else None
+
+    def driver_env(self) -> dict[str, str]:
+        """The standard AWS variables of the `aws` connection, for a driver process (empty
+        without one: the driver inherits the worker's)."""
+        return aws_storage(self.aws_conn_id).driver_env if self.aws_conn_id else {}
 
     def get_conn(self) -> dict[str, Any]:
         """The Kafka client config, as `kafka_client_config`."""

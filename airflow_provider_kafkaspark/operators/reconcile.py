@@ -54,6 +54,7 @@ class KafkaPartitionReconcileOperator(BaseOperator):
     :param report_only: never fail nor skip; only report.
     :param kafka_timeout_s: budget of each Kafka request.
     :param policy: thresholds and severities of the findings.
+    :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint on S3.
 
     Returns `ReconcilePlan.to_dict()` (small: findings folded per topic, the worst lag
     entries only) and pushes the lag totals under the XCom key "lag", failed or not.
@@ -73,9 +74,11 @@ class KafkaPartitionReconcileOperator(BaseOperator):
         report_only: bool = False,
         kafka_timeout_s: float = 10.0,
         policy: ReconcilePolicy | None = None,
+        aws_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.aws_conn_id = aws_conn_id
         self.checkpoint = checkpoint
         self.kafka_conn_id = kafka_conn_id
         self.subscribe = subscribe
@@ -103,8 +106,10 @@ class KafkaPartitionReconcileOperator(BaseOperator):
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         with airflow_errors(self.task_id):
-            offsets = CheckpointReader(self.checkpoint).position().committed_offsets
-            config = KafkaSparkHook(self.kafka_conn_id).kafka_client_config()
+            hook = KafkaSparkHook(self.kafka_conn_id, aws_conn_id=self.aws_conn_id)
+            with hook.storage():
+                offsets = CheckpointReader(self.checkpoint).position().committed_offsets
+            config = hook.kafka_client_config()
             with KafkaFacade(config, timeout_s=self.kafka_timeout_s) as kafka:
                 view = kafka_view(kafka, offsets, self.topics())
             plan = build_reconcile_plan(offsets, view, self.policy)

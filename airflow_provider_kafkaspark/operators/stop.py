@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,8 @@ class StopStreamingJobOperator(BaseOperator):
     with ``deferrable=True``, in the triggerer (`StreamingStopTrigger`). After
     ``drain_timeout_s`` the driver is killed only if ``allow_force_kill`` (Spark then
     re-runs the interrupted batch on restore). Returns the savepoint's small summary and
-    emits an event on ``savepoint_asset(job_name)``.
+    emits an event on ``savepoint_asset(job_name)``. ``aws_conn_id``: an official-provider
+    ``aws`` connection for a checkpoint or savepoints on S3 (also used by the trigger).
     """
 
     template_fields: Sequence[str] = ("checkpoint", "job_name", "savepoint_root", "handle")
@@ -59,6 +61,7 @@ class StopStreamingJobOperator(BaseOperator):
         take_savepoint: bool = True,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         poll_interval_s: float = 2.0,
+        aws_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("outlets", savepoint_outlets(job_name))
@@ -74,12 +77,18 @@ class StopStreamingJobOperator(BaseOperator):
         self.take_savepoint = take_savepoint
         self.deferrable = deferrable
         self.poll_interval_s = poll_interval_s
+        self.aws_conn_id = aws_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
 
-        with airflow_errors(self.task_id):
+        with airflow_errors(self.task_id), self._storage():
             return self._stop(context)
+
+    def _storage(self) -> contextlib.AbstractContextManager[None]:
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+
+        return KafkaSparkHook(aws_conn_id=self.aws_conn_id).storage()
 
     def _stop(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.lifecycle import begin_stop, check_stop
@@ -109,6 +118,7 @@ class StopStreamingJobOperator(BaseOperator):
                     timeout_s=wait_s,
                     pid=pid,
                     poll_interval_s=self.poll_interval_s,
+                    aws_conn_id=self.aws_conn_id,
                 ),
                 method_name="execute_complete",
                 timeout=timedelta(seconds=wait_s + 120),
@@ -128,7 +138,7 @@ class StopStreamingJobOperator(BaseOperator):
         from airflow_provider_kafkaspark.core.control import ControlFolder
 
         state = event.get("state")
-        with airflow_errors(self.task_id):
+        with airflow_errors(self.task_id), self._storage():
             if state == "stopped":
                 return self._finish(context, ControlFolder(self.checkpoint).read_stopped())
             if state == "timeout":

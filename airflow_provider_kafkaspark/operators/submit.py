@@ -29,6 +29,9 @@ class SubmitStreamingJobOperator(BaseOperator):
         (``checkpoint`` | ``offsets`` | ``latest``) and ``savepoint_root``.
     :param max_restarts / restart_window_s / restart_backoff_s: the restart policy of the
         local supervisor: at most K restarts in a window, with back-off.
+    :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint or savepoints
+        on S3 (``s3://`` or ``s3a://``); the driver gets its credentials as the standard AWS
+        variables, never in the spec. Without one, the standard AWS variables and files apply.
     """
 
     template_fields: Sequence[str] = (
@@ -58,6 +61,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         max_restarts: int = 3,
         restart_window_s: float = 600.0,
         restart_backoff_s: float = 5.0,
+        aws_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         # Each key of the handle is its own XCom too: submit.output["since_batch"].
@@ -84,12 +88,18 @@ class SubmitStreamingJobOperator(BaseOperator):
         self.max_restarts = max_restarts
         self.restart_window_s = restart_window_s
         self.restart_backoff_s = restart_backoff_s
+        self.aws_conn_id = aws_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
 
-        with airflow_errors(self.task_id):
+        with airflow_errors(self.task_id), self._hook().storage():
             return self._submit()
+
+    def _hook(self) -> KafkaSparkHook:
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+
+        return KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
 
     def _dag_folder(self) -> str | None:
         import os
@@ -109,7 +119,6 @@ class SubmitStreamingJobOperator(BaseOperator):
         from airflow_provider_kafkaspark.core.jobspec import JobSpec
         from airflow_provider_kafkaspark.core.restart import RestartPolicy
         from airflow_provider_kafkaspark.errors import InvalidArgumentError, KafkaUnavailableError
-        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
         from airflow_provider_kafkaspark.lifecycle import (
             live_first,
             live_lease,
@@ -130,7 +139,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         )
         given = resolve_python_path(given, self._dag_folder())
         check_code_visible(given)
-        hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id)
+        hook = self._hook()
         servers, spec_config = hook.kafka_spec_config()
         spec = with_connection(given, servers, spec_config)
         client = hook.kafka_client_config()
@@ -199,6 +208,7 @@ class SubmitStreamingJobOperator(BaseOperator):
             master=master,
             restart_policy=policy,
             submitted_by=f"airflow:{self.dag_id}.{self.task_id}",
+            env=hook.driver_env(),
         )
         handle.update(dead_bootstrap_servers=dead, restored=restored)
         self.log.info(

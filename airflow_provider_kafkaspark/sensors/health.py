@@ -67,6 +67,8 @@ class StreamingHealthSensor(BaseSensorOperator):
         `[operators] default_deferrable`).
     :param kafka_timeout_s: budget of each Kafka request.
     :param policy: thresholds of the health rules.
+    :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint on S3
+        (without one, the standard AWS variables and files apply).
     """
 
     template_fields: Sequence[str] = ("checkpoint", "since_batch", "kafka_conn_id", "since_ms")
@@ -89,6 +91,7 @@ class StreamingHealthSensor(BaseSensorOperator):
         poll_interval_s: float | None = None,
         kafka_timeout_s: float = 10.0,
         policy: HealthPolicy | None = None,
+        aws_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         if poll_interval_s is not None:
@@ -104,6 +107,7 @@ class StreamingHealthSensor(BaseSensorOperator):
         self.since_batch = since_batch
         self.since_ms = since_ms
         self.deferrable = deferrable
+        self.aws_conn_id = aws_conn_id
         # Not templated: checked here, each naming its parameter. The trigger polls at the
         # sensor's poke_interval too.
         self.settings = HealthSettings.checked(
@@ -119,6 +123,7 @@ class StreamingHealthSensor(BaseSensorOperator):
         )
         self._watch: HealthWatch | None = None
         self._kafka: KafkaFacade | None = None
+        self._s3: tuple[dict[str, Any] | None] | None = None  # the aws connection, read once
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -148,6 +153,7 @@ class StreamingHealthSensor(BaseSensorOperator):
                 since_ms=since_ms,
                 started_ms=now_ms(),
                 timeout_s=float(self.timeout),
+                aws_conn_id=self.aws_conn_id,
                 **self.settings.to_dict(),
             )
             self.defer(
@@ -164,13 +170,19 @@ class StreamingHealthSensor(BaseSensorOperator):
     def poke(self, context: Context) -> PokeReturnValue:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.core.control import now_ms
+        from airflow_provider_kafkaspark.core.storage import s3_options_scope
         from airflow_provider_kafkaspark.errors import KafkaUnavailableError
         from airflow_provider_kafkaspark.triggers.health import read_watch_inputs
 
         watch = self._watch_instance()
         with airflow_errors(f"cannot observe {self.checkpoint}"):
+            if self._s3 is None:
+                from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+
+                self._s3 = (KafkaSparkHook(aws_conn_id=self.aws_conn_id).s3fs_options(),)
             try:
-                inputs = read_watch_inputs(self.checkpoint, self._kafka_facade())
+                with s3_options_scope(self._s3[0]):
+                    inputs = read_watch_inputs(self.checkpoint, self._kafka_facade())
             except KafkaUnavailableError as exc:
                 self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
                 return PokeReturnValue(False)

@@ -97,6 +97,7 @@ class StreamingHealthTrigger(BaseTrigger):
         since_ms: int | None = None,
         started_ms: int | None = None,
         timeout_s: float = 3600.0,
+        aws_conn_id: str | None = None,
         **settings: Any,
     ) -> None:
         """`settings`: the fields of `HealthSettings` (checked here, in the task, rather
@@ -108,6 +109,7 @@ class StreamingHealthTrigger(BaseTrigger):
         self.since_ms = since_ms
         self.started_ms = started_ms
         self.timeout_s = float(timeout_s)
+        self.aws_conn_id = aws_conn_id
         self.settings = HealthSettings.from_dict(settings, "StreamingHealthTrigger")
         self.watch()
 
@@ -121,6 +123,7 @@ class StreamingHealthTrigger(BaseTrigger):
                 "since_ms": self.since_ms,
                 "started_ms": self.started_ms,
                 "timeout_s": self.timeout_s,
+                "aws_conn_id": self.aws_conn_id,
                 **self.settings.to_dict(),
             },
         )
@@ -131,6 +134,7 @@ class StreamingHealthTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+        from airflow_provider_kafkaspark.core.storage import s3_options_scope
         from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaUnavailableError
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
@@ -141,27 +145,35 @@ class StreamingHealthTrigger(BaseTrigger):
         except InvalidInputError as exc:
             yield _event(_error(f"cannot read the Kafka connection: {exc}"))
             return
+        try:
+            s3 = await asyncio.to_thread(KafkaSparkHook(aws_conn_id=self.aws_conn_id).s3fs_options)
+        except InvalidInputError as exc:
+            yield _event(_error(f"cannot read the AWS connection: {exc}"))
+            return
         kafka = KafkaFacade(config, timeout_s=self.settings.kafka_timeout_s)
         del config
+        # This trigger's own storage scope (the triggerer runs each trigger in its own task);
+        # asyncio.to_thread carries it into every poll.
         try:
-            while True:
-                try:
-                    inputs = await asyncio.to_thread(read_watch_inputs, self.checkpoint, kafka)
-                except KafkaUnavailableError as exc:
-                    self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
-                else:
-                    decision = inputs.decide(watch, now_ms())
-                    self.log.info(
-                        "health of %s: %s: %s", self.checkpoint, decision.state, decision.reason
-                    )
-                    if decision.done:
-                        yield _event(decision.to_dict())
+            with s3_options_scope(s3):
+                while True:
+                    try:
+                        inputs = await asyncio.to_thread(read_watch_inputs, self.checkpoint, kafka)
+                    except KafkaUnavailableError as exc:
+                        self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
+                    else:
+                        decision = inputs.decide(watch, now_ms())
+                        self.log.info(
+                            "health of %s: %s: %s", self.checkpoint, decision.state, decision.reason
+                        )
+                        if decision.done:
+                            yield _event(decision.to_dict())
+                            return
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        yield _event(watch.timed_out(now_ms(), self.timeout_s).to_dict())
                         return
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    yield _event(watch.timed_out(now_ms(), self.timeout_s).to_dict())
-                    return
-                await asyncio.sleep(min(self.settings.poll_interval_s, remaining))
+                    await asyncio.sleep(min(self.settings.poll_interval_s, remaining))
         except InvalidInputError as exc:
             yield _event(_error(f"cannot observe {self.checkpoint}: {exc}"))
         finally:

@@ -22,6 +22,7 @@ class StreamingStopTrigger(BaseTrigger):
         timeout_s: float,
         pid: int | None = None,
         poll_interval_s: float = 2.0,
+        aws_conn_id: str | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.checkpoint = checkpoint
@@ -29,6 +30,7 @@ class StreamingStopTrigger(BaseTrigger):
         self.timeout_s = timeout_s
         self.pid = pid
         self.poll_interval_s = poll_interval_s
+        self.aws_conn_id = aws_conn_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -39,14 +41,34 @@ class StreamingStopTrigger(BaseTrigger):
                 "timeout_s": self.timeout_s,
                 "pid": self.pid,
                 "poll_interval_s": self.poll_interval_s,
+                "aws_conn_id": self.aws_conn_id,
             },
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_kafkaspark.core.storage import s3_options_scope
+        from airflow_provider_kafkaspark.errors import KafkaSparkError
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            # A connection lookup may block: read it in a thread, once.
+            options = await asyncio.to_thread(
+                KafkaSparkHook(aws_conn_id=self.aws_conn_id).s3fs_options
+            )
+        except KafkaSparkError as exc:
+            yield _event({"state": "gone", "reason": f"cannot read the AWS connection: {exc}"})
+            return
+        # This trigger's own scope (the triggerer runs each trigger in its own task);
+        # asyncio.to_thread carries it into every poll.
+        with s3_options_scope(options):
+            async for event in self._poll(deadline):
+                yield event
+
+    async def _poll(self, deadline: float) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_kafkaspark.errors import KafkaSparkError
         from airflow_provider_kafkaspark.lifecycle import check_stop
 
-        deadline = time.monotonic() + self.timeout_s
         while True:
             try:
                 stopped = await asyncio.to_thread(

@@ -1,0 +1,103 @@
+"""An official `aws` connection read for S3 storage: s3fs options for the task's process, the
+standard AWS variables for the driver, and errors that name the connection, never a value."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_provider_kafkaspark.core.storage import open_location, s3_options_scope
+from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook, aws_storage
+
+SECRET = "s3cr3t-SENTINEL"
+
+
+def _define(monkeypatch: pytest.MonkeyPatch, conn_id: str, **fields: object) -> None:
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "aws", **fields})
+    )
+
+
+def test_keys_endpoint_region_and_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    _define(
+        monkeypatch,
+        "store",
+        login="AKID",
+        password=SECRET,
+        extra={
+            "region_name": "eu-west-1",
+            "aws_session_token": "tok",
+            "service_config": {"s3": {"endpoint_url": "http://127.0.0.1:8333"}},
+            "endpoint_url": "http://ignored:1",
+        },
+    )
+    found = aws_storage("store")
+    assert found.s3fs_options == {
+        "key": "AKID",
+        "secret": SECRET,
+        "token": "tok",
+        "client_kwargs": {"endpoint_url": "http://127.0.0.1:8333", "region_name": "eu-west-1"},
+    }
+    assert found.driver_env == {
+        "AWS_ACCESS_KEY_ID": "AKID",
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "AWS_SESSION_TOKEN": "tok",
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:8333",
+        "AWS_REGION": "eu-west-1",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+    }
+    assert SECRET not in repr(found)
+
+
+def test_no_login_leaves_credentials_to_the_default_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    _define(monkeypatch, "profile", extra={"endpoint_url": "https://s3.example"})
+    found = aws_storage("profile")
+    assert found.s3fs_options == {"client_kwargs": {"endpoint_url": "https://s3.example"}}
+    assert found.driver_env == {"AWS_ENDPOINT_URL": "https://s3.example"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"login": "AKID"}, "give both the access key id"),
+        ({"password": SECRET}, "give both the access key id"),
+        ({"extra": {"region_name": 3}}, "'region_name' must be a string"),
+        ({"extra": {"endpoint_url": ["x"]}}, "'endpoint_url' must be a string"),
+    ],
+)
+def test_bad_connections_name_the_field_and_hide_the_secret(
+    monkeypatch: pytest.MonkeyPatch, fields: dict[str, object], message: str
+) -> None:
+    _define(monkeypatch, "bad", **fields)
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        aws_storage("bad")
+    assert "'bad'" in str(caught.value) and SECRET not in str(caught.value)
+
+
+def test_an_undefined_connection_is_named() -> None:
+    with pytest.raises(InvalidInputError, match="AWS connection 'nowhere' is not defined"):
+        aws_storage("nowhere")
+
+
+def test_s3_urls_opened_in_the_hook_scope_use_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _define(monkeypatch, "store", login="AKID", password=SECRET)
+    hook = KafkaSparkHook(aws_conn_id="store")
+    assert hook.driver_env()["AWS_ACCESS_KEY_ID"] == "AKID"
+    with hook.storage():
+        inside = open_location("s3://bucket/cp").fs
+        local = open_location("/tmp/cp").fs
+    outside = open_location("s3://bucket/cp").fs
+    assert (inside.key, inside.secret) == ("AKID", SECRET)
+    assert outside.key is None and inside is not outside
+    assert "s3" not in local.protocol
+    with s3_options_scope(None):
+        assert open_location("s3://bucket/cp").fs.key is None
+
+
+def test_without_an_aws_connection_nothing_is_set() -> None:
+    hook = KafkaSparkHook()
+    assert hook.driver_env() == {} and hook.s3fs_options() is None
