@@ -20,6 +20,7 @@ from airflow_provider_kafkaspark.core.checkpoint import CONTROL_DIR
 from airflow_provider_kafkaspark.core.control import ControlFolder, now_ms
 from airflow_provider_kafkaspark.core.offsets import format_kafka_offsets, parse_kafka_offsets
 from airflow_provider_kafkaspark.core.savepoint import (
+    SavepointFile,
     SavepointManifest,
     SavepointStore,
     copy_file,
@@ -88,8 +89,9 @@ def _copy_then_remove(location: Location, backup: Location) -> None:
     """An object store has no folders to rename: copy every file (server-side), check each
     copy's size, and only then remove the originals."""
     files = list(location.walk_files())
-    for relative, _size in files:
-        location.fs.copy(location.path(relative), backup.path(relative))
+    location.map_files(
+        lambda rel: location.fs.copy(location.path(rel), backup.path(rel)), [r for r, _ in files]
+    )
     location.fs.invalidate_cache()
     copied = dict(backup.walk_files())
     missing = [rel for rel, size in files if copied.get(rel) != size]
@@ -167,13 +169,16 @@ def _restore_checkpoint(
             )
         backup = move_aside(target)
     data = store.data_location(sid)
-    for f in manifest.files:
+
+    def copy(f: SavepointFile) -> None:
         size, digest = copy_file(data, f.path, target, f.path)
         if digest != f.sha256 or size != f.size:
             raise SavepointError(
                 f"{target.describe(f.path)}: copy does not match the manifest "
                 f"({size} bytes, {digest[:19]}...)"
             )
+
+    target.map_files(copy, manifest.files)
     provenance = {
         "savepoint_id": sid,
         "savepoint_root": store.location.url,

@@ -259,7 +259,8 @@ def copy_file(src: Location, src_rel: str, dst: Location, dst_rel: str) -> tuple
     digest = hashlib.sha256()
     size = 0
     dst_path = dst.path(dst_rel)
-    dst.fs.makedirs(posixpath.dirname(dst_path), exist_ok=True)
+    if dst.on_local_disk:  # an object store has no folders to make (s3fs would ask the bucket)
+        dst.fs.makedirs(posixpath.dirname(dst_path), exist_ok=True)
     with src.fs.open(src.path(src_rel), "rb") as fin, dst.fs.open(dst_path, "wb") as fout:
         while chunk := fin.read(_CHUNK):
             digest.update(chunk)
@@ -310,10 +311,11 @@ class SavepointStore:
         if target.exists():
             raise SavepointError(f"{target.url}: savepoint {sid} already exists")
 
-        files = []
-        for rel in checkpoint_files(reader, position):
+        def copy(rel: str) -> SavepointFile:
             size, digest = copy_file(reader.location, rel, target, posixpath.join(DATA_DIR, rel))
-            files.append(SavepointFile(rel, size, digest))
+            return SavepointFile(rel, size, digest)
+
+        files = target.map_files(copy, checkpoint_files(reader, position))
         manifest = SavepointManifest(
             savepoint_id=sid,
             job_name=job_name,
@@ -421,15 +423,16 @@ class SavepointStore:
             return VerifyResult(sid, False, (str(exc),), 0)
         data = self.data_location(sid)
         listed = {rel for rel, _ in data.walk_files()}
+        present = [f for f in manifest.files if f.path in listed]
+        sums = data.map_files(lambda f: data.checksum(f.path), present)
+        actual = dict(zip(present, sums, strict=True))
         for f in manifest.files:
             where = data.describe(f.path)
-            if f.path not in listed:
+            if f not in actual:
                 problems.append(f"{where}: missing")
-                continue
-            actual = data.checksum(f.path)
-            if actual != f.sha256:
+            elif actual[f] != f.sha256:
                 problems.append(
-                    f"{where}: checksum {actual[:19]}... != manifest {f.sha256[:19]}..."
+                    f"{where}: checksum {actual[f][:19]}... != manifest {f.sha256[:19]}..."
                 )
         extra = sorted(listed - {f.path for f in manifest.files})
         if extra:

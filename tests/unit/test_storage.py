@@ -62,3 +62,43 @@ def test_credentials_never_reach_a_manifest_url() -> None:
 def test_savepoint_ids_cannot_escape(bad: str) -> None:
     with pytest.raises(SavepointError, match="bad savepoint id"):
         validate_savepoint_id(bad)
+
+
+def test_map_files_keeps_order_and_the_storage_scope_on_a_store() -> None:
+    """On a store (here fsspec's memory one) the calls run in threads: results come back in
+    the items' order, each call sees the caller's storage scope, and an error is raised."""
+    import threading
+
+    from airflow_provider_kafkaspark.core.storage import _S3_OPTIONS, s3_options_scope
+
+    store = open_location("memory://map-files")
+    assert not store.on_local_disk
+    threads: set[str] = set()
+
+    def probe(i: int) -> tuple[int, object]:
+        threads.add(threading.current_thread().name)
+        return i * i, _S3_OPTIONS.get()
+
+    with s3_options_scope({"key": "k"}):
+        results = store.map_files(probe, range(40))
+    assert [r[0] for r in results] == [i * i for i in range(40)]
+    assert all(r[1] == {"key": "k"} for r in results)
+    assert threading.current_thread().name not in threads
+
+    def fail(i: int) -> int:
+        if i == 7:
+            raise ValueError("seven")
+        return i
+
+    with pytest.raises(ValueError, match="seven"):
+        store.map_files(fail, range(10))
+
+
+def test_map_files_on_local_disk_runs_in_the_caller(tmp_path: Path) -> None:
+    import threading
+
+    here = threading.current_thread().name
+    names = open_location(str(tmp_path)).map_files(
+        lambda _: threading.current_thread().name, range(5)
+    )
+    assert names == [here] * 5
