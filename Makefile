@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit integration e2e lint bench chaos chaos-short soak clean
+.PHONY: setup demo demo-s3 test unit integration e2e lint bench chaos chaos-short soak clean
 
 setup:
 	bash scripts/setup.sh
@@ -10,6 +10,10 @@ setup:
 # KAFKASPARK_FAST_JVM: local drivers and brokers start from class archives (see docs/testing.md).
 demo: setup
 	KAFKASPARK_FAST_JVM=1 $(PY) -m airflow_provider_kafkaspark.devtools.demo
+
+# The same story with the checkpoint and savepoints on a local S3 server (SeaweedFS).
+demo-s3: setup
+	KAFKASPARK_FAST_JVM=1 $(PY) -m airflow_provider_kafkaspark.devtools.demo --storage s3
 
 # Lint and the pure unit tests first: they fail in a minute where the rest takes twenty.
 test: setup lint

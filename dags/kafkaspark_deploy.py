@@ -24,6 +24,7 @@ with DAG(
 ) as dag:
     submit = SubmitStreamingJobOperator(
         task_id="submit",
+        aws_conn_id=settings.aws_conn_id,
         job_spec=settings.job_spec(),
         kafka_conn_id="kafka_default",
         workdir=settings.workdir,
@@ -31,6 +32,7 @@ with DAG(
     )
     healthy = StreamingHealthSensor(
         task_id="wait_healthy",
+        aws_conn_id=settings.aws_conn_id,
         checkpoint=settings.checkpoint,
         kafka_conn_id="kafka_default",
         since_batch=submit.output["since_batch"],

@@ -25,6 +25,7 @@ with DAG(
 ) as dag:
     KafkaPartitionReconcileOperator(
         task_id="reconcile",
+        aws_conn_id=settings.aws_conn_id,
         checkpoint=settings.checkpoint,
         kafka_conn_id="kafka_default",
         subscribe=[settings.source_topic, *settings.reconcile_topics],

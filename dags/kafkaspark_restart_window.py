@@ -31,12 +31,14 @@ with DAG(
 ) as dag:
     stop = StopStreamingJobOperator(
         task_id="stop_with_savepoint",
+        aws_conn_id=settings.aws_conn_id,
         checkpoint=settings.checkpoint,
         job_name=settings.job_name,
         savepoint_root=settings.savepoints,
     )
     restore = RestoreStreamingJobOperator(
         task_id="restore",
+        aws_conn_id=settings.aws_conn_id,
         job_spec=settings.upgraded_job_spec(),
         savepoint_root=settings.savepoints,
         restore_from=stop.output["savepoint_id"],
@@ -45,6 +47,7 @@ with DAG(
     )
     healthy = StreamingHealthSensor(
         task_id="wait_healthy",
+        aws_conn_id=settings.aws_conn_id,
         checkpoint=settings.checkpoint,
         kafka_conn_id="kafka_default",
         since_batch=restore.output["since_batch"],
@@ -55,6 +58,7 @@ with DAG(
     )
     stop_unhealthy = StopStreamingJobOperator(
         task_id="stop_unhealthy",
+        aws_conn_id=settings.aws_conn_id,
         checkpoint=settings.checkpoint,
         job_name=settings.job_name,
         savepoint_root=settings.savepoints,
@@ -65,6 +69,7 @@ with DAG(
     )
     rollback = RestoreStreamingJobOperator(
         task_id="rollback",
+        aws_conn_id=settings.aws_conn_id,
         job_spec=settings.job_spec(),
         savepoint_root=settings.savepoints,
         restore_from=stop.output["savepoint_id"],

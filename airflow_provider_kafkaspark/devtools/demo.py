@@ -15,13 +15,16 @@
    against the counts the input implies: duplicates and missing windows, both 0.
 
 Run with `make demo` (sets everything up first) or
-`python -m airflow_provider_kafkaspark.devtools.demo`.
+`python -m airflow_provider_kafkaspark.devtools.demo`; `--storage s3` (`make demo-s3`) keeps
+the checkpoint and the savepoints on a local S3 server.
 Everything lives in a temporary folder that is removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import json
 import os
 import subprocess
@@ -30,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,7 @@ DAGS = ROOT / "dags"
 JOB = "ip_count"
 SOURCE, SINK, AUDIT = "ip_count_source", "ip_count_sink", "ip_count_audit"
 WATERMARK_MS = 10_000
+DEMO_BUCKET = "kafkaspark-demo"
 # The backfill DAG's first interval starts here (2023-11-14T22:14Z); the demo's events cover
 # its three one-minute intervals.
 MINUTE0_MS = 1_700_000_040_000
@@ -291,11 +295,59 @@ def run(
     workdir: Path,
     connection_extra: dict[str, str] | None = None,
     on_output: OutputSeen | None = None,
+    storage: str = "local",
 ) -> dict[str, Any]:
     """The whole story in `workdir` (kept: Airflow's database and task logs are there).
 
     `connection_extra`: more settings for the Kafka connection's extra (tests put a secret
-    there); `on_output(dag_id, output)` sees every `airflow dags test` output."""
+    there); `on_output(dag_id, output)` sees every `airflow dags test` output. `storage="s3"`
+    keeps the checkpoint and the savepoints on a local S3 server, reached by the DAGs through
+    an `aws` connection and by the demo itself through the same credentials."""
+    with contextlib.ExitStack() as stack:
+        state: dict[str, str] = {}
+        if storage == "s3":
+            state = stack.enter_context(_demo_s3(workdir))
+        elif storage != "local":
+            raise ValueError(f"storage must be 'local' or 's3', got {storage!r}")
+        return _run(events, workdir, connection_extra, on_output, state)
+
+
+@contextlib.contextmanager
+def _demo_s3(workdir: Path) -> Iterator[dict[str, str]]:
+    """A local S3 server for the demo's state; yields the DAGs' extra settings."""
+    from airflow_provider_kafkaspark.core.storage import s3_options_scope
+    from airflow_provider_kafkaspark.local.s3 import REGION, LocalS3Server
+
+    _say("starting a local S3 server (SeaweedFS) for checkpoints and savepoints")
+    with LocalS3Server(workdir / "s3") as server:
+        server.create_bucket(DEMO_BUCKET)
+        connection = {
+            "conn_type": "aws",
+            "login": server.access_key,
+            "password": server.secret_key,
+            "extra": {"endpoint_url": server.endpoint_url, "region_name": REGION},
+        }
+        with s3_options_scope(server.storage_options()):
+            yield {
+                "KAFKASPARK_STATE_URL": f"s3://{DEMO_BUCKET}/state",
+                "KAFKASPARK_AWS_CONN_ID": "kafkaspark_s3",
+                "AIRFLOW_CONN_KAFKASPARK_S3": json.dumps(connection),
+            }
+
+
+def _thread(target: Callable[..., Any], *args: Any) -> threading.Thread:
+    """A daemon thread in a copy of this context (the demo's S3 credentials scope)."""
+    context = contextvars.copy_context()
+    return threading.Thread(target=context.run, args=(target, *args), daemon=True)
+
+
+def _run(
+    events: int,
+    workdir: Path,
+    connection_extra: dict[str, str] | None,
+    on_output: OutputSeen | None,
+    state: dict[str, str],
+) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
     from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
@@ -307,7 +359,15 @@ def run(
     from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
-    settings = ExampleSettings(str(workdir / "home"), JOB, SOURCE, SINK, (AUDIT,))
+    settings = ExampleSettings(
+        str(workdir / "home"),
+        JOB,
+        SOURCE,
+        SINK,
+        (AUDIT,),
+        state_url=state.get("KAFKASPARK_STATE_URL"),
+        aws_conn_id=state.get("KAFKASPARK_AWS_CONN_ID"),
+    )
     _say("starting a local Kafka broker (KRaft mode)")
     with LocalKafkaCluster(workdir / "kafka") as cluster:
         bootstrap = cluster.bootstrap_servers
@@ -316,7 +376,7 @@ def run(
         topics = [NewTopic(SOURCE, 3, 1), NewTopic(SINK, 3, 1), NewTopic(AUDIT, 1, 1)]
         for future in admin.create_topics(topics).values():
             future.result()
-        env = airflow_env(workdir, bootstrap, connection_extra)
+        env = {**airflow_env(workdir, bootstrap, connection_extra), **state}
         _say("preparing an Airflow home on SQLite (airflow db migrate)")
         airflow(env, "db", "migrate", timeout=300)
 
@@ -327,16 +387,14 @@ def run(
             input_events[: len(input_events) // 2],
             input_events[len(input_events) // 2 :],
         )
-        trickle = threading.Thread(target=_trickle, args=(bootstrap, first, 40, 1.0), daemon=True)
+        trickle = _thread(_trickle, bootstrap, first, 40, 1.0)
         trickle.start()
         try:
             dags_test(env, "kafkaspark_deploy", on_output=on_output, checkpoint=settings.checkpoint)
             _say("deployed and healthy")
             window_events: list[str] = []
-            watcher = threading.Thread(
-                target=_during_window,
-                args=(bootstrap, settings.checkpoint, now_ms(), window_events),
-                daemon=True,
+            watcher = _thread(
+                _during_window, bootstrap, settings.checkpoint, now_ms(), window_events
             )
             watcher.start()
             dags_test(
@@ -397,6 +455,7 @@ def run(
     streamed_in_range = {k: v for k, v in got.items() if MINUTE0_MS <= k[0] < end_ms}
     position = CheckpointReader(settings.checkpoint).position()
     return {
+        "checkpoint": settings.checkpoint,
         "events_produced": produced,
         "batches": (position.latest_committed or 0) + 1,
         "source_partitions_at_end": len(position.committed_offsets.get(SOURCE, {})),
@@ -421,9 +480,15 @@ def run(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument(
+        "--storage",
+        choices=("local", "s3"),
+        default=os.environ.get("KAFKASPARK_DEMO_STORAGE", "local"),
+        help="where the checkpoint and savepoints live (s3: a local SeaweedFS server)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kafkaspark-demo-") as tmp:
-        summary = run(args.events, Path(tmp))
+        summary = run(args.events, Path(tmp), storage=args.storage)
     _say("summary: " + json.dumps(summary, indent=2))
     ok = (
         summary["duplicates"] == 0

@@ -1,8 +1,11 @@
 """Settings of the example DAGs, from the environment, so the same files run against the
 local stack (`make demo`), in tests, and on a real deployment.
 
-    KAFKASPARK_HOME         folder for checkpoints, savepoints and driver logs
-                            (default /tmp/kafkaspark); any fsspec URL for the first two
+    KAFKASPARK_HOME         folder for checkpoints, savepoints, driver logs and backfill output
+                            (default /tmp/kafkaspark)
+    KAFKASPARK_STATE_URL    where checkpoints and savepoints go instead, e.g. s3://bucket/jobs
+    KAFKASPARK_AWS_CONN_ID  the `aws` connection for a state URL on S3 (default: none, the
+                            standard AWS variables)
     KAFKASPARK_SOURCE_TOPIC / KAFKASPARK_SINK_TOPIC   (default ip_count_source / _sink)
     KAFKASPARK_JOB_NAME     (default ip_count)
     KAFKASPARK_RECONCILE_TOPICS  more topics the reconcile DAG checks (comma-separated)
@@ -33,14 +36,16 @@ class ExampleSettings:
     reconcile_topics: tuple[str, ...] = ()
     upgrade_transformation: str | None = None
     upgrade_python_path: tuple[str, ...] = ()
+    state_url: str | None = None
+    aws_conn_id: str | None = None
 
     @property
     def checkpoint(self) -> str:
-        return f"{self.home}/{self.job_name}/checkpoint"
+        return f"{self.state_url or self.home}/{self.job_name}/checkpoint"
 
     @property
     def savepoints(self) -> str:
-        return f"{self.home}/{self.job_name}/savepoints"
+        return f"{self.state_url or self.home}/{self.job_name}/savepoints"
 
     @property
     def workdir(self) -> str:
@@ -86,4 +91,6 @@ def example_settings() -> ExampleSettings:
         upgrade_python_path=tuple(
             p for p in os.environ.get("KAFKASPARK_UPGRADE_PYTHON_PATH", "").split(os.pathsep) if p
         ),
+        state_url=os.environ.get("KAFKASPARK_STATE_URL", "").rstrip("/") or None,
+        aws_conn_id=os.environ.get("KAFKASPARK_AWS_CONN_ID") or None,
     )
