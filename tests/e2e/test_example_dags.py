@@ -5,7 +5,6 @@ backfill DAG over three intervals with a re-run."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import sqlite3
@@ -137,7 +136,7 @@ def test_demo_story_through_the_example_dags_is_exactly_once(
     assert not [x for x in xcoms if SENTINEL in x]
 
 
-def test_backfill_three_intervals_and_rerun(
+def test_backfill_an_interval_and_rerun_it(
     kafka_cluster: LocalKafkaCluster, airflow_env: dict[str, str]
 ) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
@@ -148,19 +147,16 @@ def test_backfill_three_intervals_and_rerun(
     minute0 = 1_700_000_040_000  # 2023-11-14T22:14:00Z
     events = list(generate_events(9_000, seed=9, start_ms=minute0, events_per_second=50))
     produce_events(bootstrap, topic, events)
-    # `airflow dags test DAG DATE` runs the interval that ends at DATE (Airflow 3).
-    dates = ["2023-11-14T22:15:00+00:00", "2023-11-14T22:16:00+00:00", "2023-11-14T22:17:00+00:00"]
-    for date in dates:
-        dags_test(env, "kafkaspark_backfill", date)
+    # `airflow dags test DAG DATE` runs the interval that ends at DATE (Airflow 3). The demo
+    # story (above) backfills all three intervals; here the second one, then again.
+    dags_test(env, "kafkaspark_backfill", "2023-11-14T22:16:00+00:00")
     output_root = Path(env["KAFKASPARK_HOME"]) / "e2e_bf" / "backfill"
-    minutes = [minute0 + i * 60_000 for i in range(4)]
-    assert sorted(p.name for p in output_root.glob("interval=*")) == [
-        f"interval={a}-{b}" for a, b in itertools.pairwise(minutes)
-    ]
+    start, end = minute0 + 60_000, minute0 + 120_000
+    assert [p.name for p in output_root.glob("interval=*")] == [f"interval={start}-{end}"]
     counts = demo.backfill_counts(output_root)
-    in_range = [e for e in events if e.event_time_ms < minute0 + 180_000]
-    assert counts == expected_counts(in_range, closed_before_ms=minute0 + 180_000)
-    assert sum(counts.values()) == len(in_range)
+    in_range = [e for e in events if start <= e.event_time_ms < end]
+    assert counts == expected_counts(in_range, closed_before_ms=end)
+    assert sum(counts.values()) == len(in_range) > 0
 
-    dags_test(env, "kafkaspark_backfill", dates[1])  # re-run: replaces, never duplicates
+    dags_test(env, "kafkaspark_backfill", "2023-11-14T22:16:00+00:00")  # re-run: replaces
     assert demo.backfill_counts(output_root) == counts
