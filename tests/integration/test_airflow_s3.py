@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,9 +29,10 @@ from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconc
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
-from tests.conftest import S3_BUCKET
+from tests.conftest import S3_BUCKET, s3_env
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, wait_until
+from tests.integration.spark_checkpoints import MadeCheckpoint
 
 TOPIC = "airflow_s3_source"
 
@@ -213,3 +216,46 @@ def test_the_connection_applies_only_inside_its_scope(
             with pytest.raises(Exception, match="refused access"):
                 open_location(url).read_text("f")
         assert open_location(url).read_text("f") == "hello"
+
+
+# -- the CLI reads the standard AWS variables ---------------------------------------------------
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    kafkaspark = str(Path(sys.executable).parent / "kafkaspark")
+    return subprocess.run(
+        [kafkaspark, *args], capture_output=True, text=True, env=env, timeout=180, check=False
+    )
+
+
+def test_the_cli_on_s3_exit_codes_and_messages(
+    s3_server: LocalS3Server, made_checkpoints: dict[str, MadeCheckpoint], tmp_path: Path
+) -> None:
+    """Good credentials: a savepoint of a real checkpoint to S3 and back in the listing (exit
+    0); a wrong secret: exit 2 naming the URL; no server: exit 1 naming the URL. The secret
+    is in no output."""
+    base = f"s3://{S3_BUCKET}/{tmp_path.name}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    good = {**env, **s3_env(s3_server)}
+    made = made_checkpoints["stateless"]
+    created = _cli(
+        good, "savepoint", "--root", f"{base}/sp", "create", str(made.path), "--job", "cli"
+    )
+    assert created.returncode == 0, created.stderr
+    listed = _cli(good, "savepoint", "list", "--root", f"{base}/sp", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)[0]["job_name"] == "cli"
+
+    wrong = {**good, "AWS_SECRET_ACCESS_KEY": "wrong-SENTINEL"}
+    refused = _cli(wrong, "savepoint", "list", "--root", f"{base}/sp")
+    assert refused.returncode == 2, refused
+    assert f"{base}/sp" in refused.stderr and "refused access" in refused.stderr
+
+    from airflow_provider_kafkaspark.local.ports import free_port
+
+    nowhere = {**good, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}
+    unanswered = _cli(nowhere, "checkpoint", "inspect", f"{base}/cp")
+    assert unanswered.returncode == 1, unanswered
+    assert f"{base}/cp" in unanswered.stderr and "did not answer" in unanswered.stderr
+    for proc in (created, listed, refused, unanswered):
+        assert s3_server.secret_key not in proc.stdout + proc.stderr
+        assert "SENTINEL" not in proc.stdout + proc.stderr
