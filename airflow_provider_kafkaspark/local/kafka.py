@@ -25,7 +25,7 @@ from airflow_provider_kafkaspark.errors import BrokerStartError, PortInUseError
 from airflow_provider_kafkaspark.local.jars import find_java, kafka_classpath
 from airflow_provider_kafkaspark.local.jvm_archive import fast_java_options
 from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
-from airflow_provider_kafkaspark.local.process import pid_alive, proc_cmdline
+from airflow_provider_kafkaspark.local.process import server_running
 
 log = logging.getLogger(__name__)
 
@@ -77,20 +77,6 @@ def _new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not cluster_id.startswith("-"):
             return cluster_id
-
-
-def _pid_alive(pid: int | None) -> bool:
-    # Guard against a reused pid: the process must be one of our brokers.
-    return pid_alive(pid) and b"kafka.Kafka" in proc_cmdline(pid or 0)
-
-
-def _child_alive(proc: subprocess.Popen[bytes] | None, pid: int | None) -> bool:
-    """Whether a node runs. For a child of this process, its own status: between fork and
-    exec a just-started child still shows the parent's command line, so the command line
-    check would call it gone (and a failed start would then leave it running)."""
-    if proc is not None and proc.pid == pid:
-        return proc.poll() is None
-    return _pid_alive(pid)
 
 
 class LocalKafkaCluster:
@@ -416,7 +402,7 @@ class LocalKafkaCluster:
         log.info("started Kafka node %s (pid %s) on %s", n.node_id, proc.pid, n.address)
 
     def _alive(self, n: KafkaNode) -> bool:
-        return _child_alive(self._procs.get(n.node_id), n.pid)
+        return server_running(n.pid, b"kafka.Kafka", self._procs.get(n.node_id))
 
     def _send(self, n: KafkaNode, sig: signal.Signals) -> None:
         if n.pid and self._alive(n):

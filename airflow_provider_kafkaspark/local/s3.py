@@ -32,7 +32,7 @@ from airflow_provider_kafkaspark.errors import (
     PortInUseError,
 )
 from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
-from airflow_provider_kafkaspark.local.process import pid_alive, proc_cmdline
+from airflow_provider_kafkaspark.local.process import server_running
 
 log = logging.getLogger(__name__)
 
@@ -199,12 +199,7 @@ class LocalS3Server:
         self._save_state()
 
     def is_running(self) -> bool:
-        pid = self._state.pid
-        if self._proc is not None and self._proc.pid == pid:
-            # Our own child: its status, not its command line, which shows the parent's
-            # between fork and exec (a start checked there looked failed and leaked weed).
-            return self._proc.poll() is None
-        return pid_alive(pid) and b"weed" in proc_cmdline(pid or 0)
+        return server_running(self._state.pid, b"weed", self._proc)
 
     def status(self) -> dict[str, Any]:
         return {

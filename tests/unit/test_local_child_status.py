@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from airflow_provider_kafkaspark.local.kafka import _child_alive
+from airflow_provider_kafkaspark.local.process import server_running
 from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 
 
@@ -17,15 +17,15 @@ def _child() -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
 
 
-def test_a_kafka_node_that_is_our_child_runs_until_it_exits() -> None:
+def test_a_server_that_is_our_child_runs_until_it_exits() -> None:
     proc = _child()
     try:
-        assert _child_alive(proc, proc.pid)
-        assert not _child_alive(None, proc.pid)  # not ours: the command line decides
+        assert server_running(proc.pid, b"kafka.Kafka", proc)
+        assert not server_running(proc.pid, b"kafka.Kafka", None)  # not ours: the command line
     finally:
         proc.kill()
         proc.wait()
-    assert not _child_alive(proc, proc.pid)
+    assert not server_running(proc.pid, b"kafka.Kafka", proc)
 
 
 def test_an_s3_server_that_is_our_child_runs_until_it_exits(tmp_path: Path) -> None:
