@@ -9,6 +9,7 @@ imports confluent_kafka at module level).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -260,12 +261,17 @@ class KafkaSparkHook(BaseHook):
 
     def s3fs_options(self) -> dict[str, Any] | None:
         """s3fs options of the `aws` connection; None without one."""
-        return aws_storage(self.aws_conn_id).s3fs_options if self.aws_conn_id else None
+        return self._aws.s3fs_options if self._aws else None
 
     def driver_env(self) -> dict[str, str]:
         """The standard AWS variables of the `aws` connection, for a driver process (empty
         without one: the driver inherits the worker's)."""
-        return aws_storage(self.aws_conn_id).driver_env if self.aws_conn_id else {}
+        return self._aws.driver_env if self._aws else {}
+
+    @functools.cached_property
+    def _aws(self) -> AwsStorage | None:
+        # Read once per hook: a task asks for its storage scope and its driver's variables.
+        return aws_storage(self.aws_conn_id) if self.aws_conn_id else None
 
     def get_conn(self) -> dict[str, Any]:
         """The Kafka client config, as `kafka_client_config`."""

@@ -92,14 +92,11 @@ class SubmitStreamingJobOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
-
-        with airflow_errors(self.task_id), self._hook().storage():
-            return self._submit()
-
-    def _hook(self) -> KafkaSparkHook:
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
-        return KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
+        hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
+        with airflow_errors(self.task_id), hook.storage():
+            return self._submit(hook)
 
     def _dag_folder(self) -> str | None:
         import os
@@ -108,7 +105,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         fileloc = getattr(dag, "fileloc", None)
         return os.path.dirname(fileloc) if fileloc else None
 
-    def _submit(self) -> dict[str, Any]:
+    def _submit(self, hook: KafkaSparkHook) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
         from airflow_provider_kafkaspark.core.job_code import (
@@ -139,7 +136,6 @@ class SubmitStreamingJobOperator(BaseOperator):
         )
         given = resolve_python_path(given, self._dag_folder())
         check_code_visible(given)
-        hook = self._hook()
         servers, spec_config = hook.kafka_spec_config()
         spec = with_connection(given, servers, spec_config)
         client = hook.kafka_client_config()

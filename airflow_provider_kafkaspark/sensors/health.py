@@ -37,6 +37,7 @@ from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInpu
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
 # The task-level timeout of a deferral, beyond the trigger's own `timeout_s`: the trigger
 # normally ends first, with a "timeout" event that says what it last saw.
@@ -123,7 +124,7 @@ class StreamingHealthSensor(BaseSensorOperator):
         )
         self._watch: HealthWatch | None = None
         self._kafka: KafkaFacade | None = None
-        self._s3: tuple[dict[str, Any] | None] | None = None  # the aws connection, read once
+        self._storage_hook: KafkaSparkHook | None = None  # reads the aws connection once
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -170,18 +171,17 @@ class StreamingHealthSensor(BaseSensorOperator):
     def poke(self, context: Context) -> PokeReturnValue:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.core.control import now_ms
-        from airflow_provider_kafkaspark.core.storage import s3_options_scope
         from airflow_provider_kafkaspark.errors import KafkaUnavailableError
         from airflow_provider_kafkaspark.triggers.health import read_watch_inputs
 
         watch = self._watch_instance()
         with airflow_errors(f"cannot observe {self.checkpoint}"):
-            if self._s3 is None:
+            if self._storage_hook is None:
                 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
-                self._s3 = (KafkaSparkHook(aws_conn_id=self.aws_conn_id).s3fs_options(),)
+                self._storage_hook = KafkaSparkHook(aws_conn_id=self.aws_conn_id)
             try:
-                with s3_options_scope(self._s3[0]):
+                with self._storage_hook.storage():
                     inputs = read_watch_inputs(self.checkpoint, self._kafka_facade())
             except KafkaUnavailableError as exc:
                 self.log.warning("health poll skipped, Kafka did not answer: %s", exc)

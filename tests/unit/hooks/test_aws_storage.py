@@ -101,3 +101,22 @@ def test_s3_urls_opened_in_the_hook_scope_use_the_connection(
 def test_without_an_aws_connection_nothing_is_set() -> None:
     hook = KafkaSparkHook()
     assert hook.driver_env() == {} and hook.s3fs_options() is None
+
+
+def test_one_hook_reads_its_aws_connection_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A submit asks for its storage scope and its driver's variables: one lookup."""
+    import airflow_provider_kafkaspark.hooks.kafkaspark as module
+
+    _define(monkeypatch, "store", login="AKID", password=SECRET)
+    reads: list[str] = []
+
+    def counted(conn_id: str) -> object:
+        reads.append(conn_id)
+        return aws_storage(conn_id)
+
+    monkeypatch.setattr(module, "aws_storage", counted)
+    hook = KafkaSparkHook(aws_conn_id="store")
+    with hook.storage():
+        pass
+    assert hook.driver_env()["AWS_SECRET_ACCESS_KEY"] == SECRET
+    assert reads == ["store"]
