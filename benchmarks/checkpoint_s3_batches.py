@@ -18,10 +18,9 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.control import ControlFolder
@@ -37,31 +36,11 @@ from airflow_provider_kafkaspark.local.jobs import (
     wait_exit,
 )
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.s3 import REGION, LocalS3Server
+from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 
 BUCKET = "kafkaspark-bench"
 SOURCE = "bench_s3_source"
 PARTS = ("triggerExecution", "walCommit", "commitOffsets")
-
-
-@contextmanager
-def _aws_variables(server: LocalS3Server) -> Iterator[None]:
-    values = {
-        "AWS_ACCESS_KEY_ID": server.access_key,
-        "AWS_SECRET_ACCESS_KEY": server.secret_key,
-        "AWS_ENDPOINT_URL": server.endpoint_url,
-        "AWS_DEFAULT_REGION": REGION,
-    }
-    before = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _run_once(
@@ -126,7 +105,7 @@ def run(
         with (
             LocalKafkaCluster(base / "kafka") as cluster,
             LocalS3Server(base / "s3") as server,
-            _aws_variables(server),
+            mock.patch.dict(os.environ, server.aws_environment()),
         ):
             server.create_bucket(BUCKET)
             bootstrap = cluster.bootstrap_servers

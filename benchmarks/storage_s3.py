@@ -27,13 +27,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from synthetic_checkpoint import write_checkpoint
 
 from airflow_provider_kafkaspark.core.restore import restore
 from airflow_provider_kafkaspark.core.savepoint import SavepointStore
 from airflow_provider_kafkaspark.core.storage import open_location
-from airflow_provider_kafkaspark.local.s3 import REGION, LocalS3Server
+from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 
 BUCKET = "kafkaspark-bench"
 STORAGES = ("local", "s3")
@@ -42,29 +43,16 @@ STEPS = ("create", "verify", "restore")
 
 @contextmanager
 def _aws_env(server: LocalS3Server) -> Iterator[None]:
-    """The standard AWS variables for `server` (as tests/conftest.py's `s3_env`), then the
-    previous values back."""
-    wanted = {
-        "AWS_ACCESS_KEY_ID": server.access_key,
-        "AWS_SECRET_ACCESS_KEY": server.secret_key,
-        "AWS_ENDPOINT_URL": server.endpoint_url,
-        "AWS_DEFAULT_REGION": REGION,
-    }
-    previous = {key: os.environ.get(key) for key in wanted}
-    os.environ.update(wanted)
-    try:
-        yield
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        # s3fs caches file system instances; none made with these credentials may outlive
-        # the server.
-        import s3fs
+    """The standard AWS variables for `server`, then the previous values back."""
+    with mock.patch.dict(os.environ, server.aws_environment()):
+        try:
+            yield
+        finally:
+            # s3fs caches file system instances; none made with these credentials may
+            # outlive the server.
+            import s3fs
 
-        s3fs.S3FileSystem.clear_instance_cache()
+            s3fs.S3FileSystem.clear_instance_cache()
 
 
 def _put_checkpoint(local: Path, url: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from airflow_provider_kafkaspark.local.jvm_archive import FAST_JVM_ENV
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.s3 import REGION, LocalS3Server
+from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 
 # One bucket on the session's S3 server; tests keep apart by key prefix (their tmp_path name).
 S3_BUCKET = "kafkaspark-tests"
@@ -47,12 +47,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3Serve
 
 def s3_env(server: LocalS3Server) -> dict[str, str]:
     """The standard AWS variables, as a CLI user or a driver has them."""
-    return {
-        "AWS_ACCESS_KEY_ID": server.access_key,
-        "AWS_SECRET_ACCESS_KEY": server.secret_key,
-        "AWS_ENDPOINT_URL": server.endpoint_url,
-        "AWS_DEFAULT_REGION": REGION,
-    }
+    return server.aws_environment()
 
 
 @pytest.fixture

@@ -316,17 +316,12 @@ def run(
 def _demo_s3(workdir: Path) -> Iterator[dict[str, str]]:
     """A local S3 server for the demo's state; yields the DAGs' extra settings."""
     from airflow_provider_kafkaspark.core.storage import s3_options_scope
-    from airflow_provider_kafkaspark.local.s3 import REGION, LocalS3Server
+    from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 
     _say("starting a local S3 server (SeaweedFS) for checkpoints and savepoints")
     with LocalS3Server(workdir / "s3") as server:
         server.create_bucket(DEMO_BUCKET)
-        connection = {
-            "conn_type": "aws",
-            "login": server.access_key,
-            "password": server.secret_key,
-            "extra": {"endpoint_url": server.endpoint_url, "region_name": REGION},
-        }
+        connection = server.aws_connection()
         with s3_options_scope(server.storage_options()):
             yield {
                 "KAFKASPARK_STATE_URL": f"s3://{DEMO_BUCKET}/state",

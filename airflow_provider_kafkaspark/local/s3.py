@@ -123,6 +123,24 @@ class LocalS3Server:
             "client_kwargs": {"endpoint_url": self.endpoint_url, "region_name": REGION},
         }
 
+    def aws_environment(self) -> dict[str, str]:
+        """The standard AWS variables for this server, as a CLI user or a driver has them."""
+        return {
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_DEFAULT_REGION": REGION,
+        }
+
+    def aws_connection(self) -> dict[str, Any]:
+        """An Airflow connection of the official `aws` type for this server (JSON form)."""
+        return {
+            "conn_type": "aws",
+            "login": self.access_key,
+            "password": self.secret_key,
+            "extra": {"endpoint_url": self.endpoint_url, "region_name": REGION},
+        }
+
     def create_bucket(self, name: str) -> None:
         import s3fs
 

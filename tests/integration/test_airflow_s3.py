@@ -38,12 +38,7 @@ TOPIC = "airflow_s3_source"
 
 
 def aws_conn(monkeypatch: pytest.MonkeyPatch, name: str, server: LocalS3Server, secret: str) -> str:
-    value = {
-        "conn_type": "aws",
-        "login": server.access_key,
-        "password": secret,
-        "extra": {"endpoint_url": server.endpoint_url, "region_name": REGION},
-    }
+    value = {**server.aws_connection(), "password": secret}
     monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
     return name
 
