@@ -44,6 +44,10 @@ class StorageError(InvalidInputError):
     """A URL has no filesystem, or a path cannot be read or written."""
 
 
+class StorageNotFoundError(StorageError):
+    """A file that was expected is not there."""
+
+
 class StorageAccessError(StorageError):
     """An object store refused the credentials, or denies the operation: no retry helps until
     someone fixes the credentials or the store's policy."""

@@ -24,7 +24,12 @@ from typing import Any, Literal, TypeVar
 from airflow_provider_kafkaspark.core.checkpoint import CONTROL_DIR
 from airflow_provider_kafkaspark.core.conditional_files import conditional_files
 from airflow_provider_kafkaspark.core.storage import Location, open_location
-from airflow_provider_kafkaspark.errors import ControlFileError, LeaseHeldError, StorageError
+from airflow_provider_kafkaspark.errors import (
+    ControlFileError,
+    LeaseHeldError,
+    StorageError,
+    StorageNotFoundError,
+)
 
 LEASE_FILE = "lease.json"
 STOP_REQUEST_FILE = "stop-request.json"
@@ -204,6 +209,10 @@ class ControlFolder:
         where = self.location.describe(name)
         try:
             raw = json.loads(self.location.read_text(name))
+        except StorageNotFoundError:
+            # Removed between the check and the read: a driver released its lease, or a
+            # stop request was taken. Absent now is the answer.
+            return None
         except json.JSONDecodeError as exc:
             raise ControlFileError(f"{where}: not JSON ({exc.msg})") from exc
         except StorageError as exc:

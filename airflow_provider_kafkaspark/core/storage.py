@@ -25,6 +25,7 @@ from fsspec.spec import AbstractFileSystem
 from airflow_provider_kafkaspark.errors import (
     StorageAccessError,
     StorageError,
+    StorageNotFoundError,
     StorageUnavailableError,
 )
 
@@ -90,10 +91,12 @@ class Location:
     def read_text(self, *parts: str) -> str:
         path = self.path(*parts)
         try:
-            with self.fs.open(path, "rb") as f:
-                data: bytes = f.read()
+            # One GET of the whole object: s3fs's file objects ask for the ETag first and read
+            # with If-Match, which fails (412) when a writer replaced the file in between, as
+            # a driver replaces its lease every heartbeat.
+            data = bytes(self.fs.cat_file(path))
         except FileNotFoundError as exc:
-            raise StorageError(f"{self.describe(*parts)}: file not found") from exc
+            raise StorageNotFoundError(f"{self.describe(*parts)}: file not found") from exc
         except OSError as exc:
             raise StorageError(f"{self.describe(*parts)}: cannot read ({exc})") from exc
         try:

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +21,7 @@ from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, now_m
 from airflow_provider_kafkaspark.errors import LeaseHeldError
 
 ROUNDS = 50
+RENEWS = 150
 GAP_S = 0.25
 
 
@@ -82,3 +84,42 @@ def test_a_renew_after_a_takeover_is_refused(base_url: str) -> None:
     assert folder.read_lease() is not None
     folder.release_lease(second)
     assert folder.read_lease() is None
+
+
+def test_a_reader_sees_a_whole_lease_while_the_driver_renews_and_releases_it(
+    base_url: str,
+) -> None:
+    # A sensor polls the lease while the driver replaces it every heartbeat and, at the end,
+    # removes it. On S3 a read that asked for the object's ETag and then read with If-Match
+    # failed (412) whenever a renew landed in between; a read after a release found nothing.
+    folder = ControlFolder(f"{base_url}/renewing")
+    lease = Lease.new("job", ttl_ms=30_000)
+    folder.acquire_lease(lease)
+    stop = threading.Event()
+    beats: list[int] = []
+
+    def drive() -> None:
+        current = lease
+        for _ in range(RENEWS):
+            if stop.is_set():
+                break
+            current = folder.renew_lease(current)
+            beats.append(current.heartbeat_at_ms)
+        folder.release_lease(current)
+        stop.set()
+
+    driver = threading.Thread(target=drive)
+    driver.start()
+    reader = ControlFolder(f"{base_url}/renewing")
+    seen: list[Lease | None] = []
+    deadline = time.monotonic() + 120
+    try:
+        while not stop.is_set() and time.monotonic() < deadline:
+            seen.append(reader.read_lease())
+    finally:
+        stop.set()
+        driver.join(timeout=60)
+    assert len(beats) > 20, "the driver renewed too seldom for the reads to overlap a renew"
+    whole = [s for s in seen if s is not None]
+    assert len(whole) > 20 and {s.owner_id for s in whole} == {lease.owner_id}
+    assert reader.read_lease() is None
