@@ -152,7 +152,7 @@ def restore_for_submit(
     from airflow_provider_kafkaspark.core.storage import open_location
 
     target = open_location(spec.checkpoint_location)
-    if chosen is not RestoreMode.CHECKPOINT and target.exists() and target.listdir():
+    if chosen is not RestoreMode.CHECKPOINT and target.has_files():
         summary["backup"] = move_aside(target).url
     result = restore(
         store, ref, target, chosen, job_name=spec.job_name, move_target_aside=True, force=force

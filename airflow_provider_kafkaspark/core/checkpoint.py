@@ -185,7 +185,7 @@ class CheckpointReader:
     # -- whole-checkpoint facts ------------------------------------------------------
 
     def exists(self) -> bool:
-        return self.location.exists(METADATA_FILE) or self.location.isdir(OFFSETS_DIR)
+        return self.location.exists(METADATA_FILE) or self.location.has_files(OFFSETS_DIR)
 
     def query_id(self) -> str:
         where = self.location.describe(METADATA_FILE)

@@ -69,7 +69,7 @@ class RestoreResult:
 
 
 def _is_empty(location: Location) -> bool:
-    return not location.exists() or not location.listdir()
+    return not location.has_files()
 
 
 def move_aside(location: Location) -> Location:
@@ -101,6 +101,11 @@ def _copy_then_remove(location: Location, backup: Location) -> None:
             f"whole (first: {missing[0]}); nothing was removed"
         )
     location.fs.rm([location.path(rel) for rel, _ in files])
+    # Then the empty folder markers: left behind, an `offsets/` marker makes the emptied
+    # location look like a started checkpoint to the next submit.
+    markers = location.folder_markers()
+    if markers:
+        location.fs.rm(markers)
     location.fs.invalidate_cache()
 
 

@@ -308,7 +308,7 @@ class SavepointStore:
             f"-b{position.latest_committed if position.latest_committed is not None else 'none'}"
         )
         target = self.location.child(sid)
-        if target.exists():
+        if target.has_files():
             raise SavepointError(f"{target.url}: savepoint {sid} already exists")
 
         def copy(rel: str) -> SavepointFile:

@@ -88,6 +88,12 @@ class Location:
     def isdir(self, *parts: str) -> bool:
         return bool(self.fs.isdir(self.path(*parts)))
 
+    def has_files(self, *parts: str) -> bool:
+        """Whether a folder holds any file. Folders alone say nothing on an object store: a
+        server may list an emptied folder for a while (SeaweedFS does), and S3A leaves empty
+        `folder/` markers."""
+        return next(self.walk_files(*parts), None) is not None
+
     def read_text(self, *parts: str) -> str:
         path = self.path(*parts)
         try:
@@ -146,6 +152,15 @@ class Location:
             if info.get("type") == "directory" or str(full).endswith("/"):
                 continue
             yield posixpath.relpath(_strip(full), _strip(self.root)), int(info.get("size") or 0)
+
+    def folder_markers(self, *parts: str) -> list[str]:
+        """Full paths of the empty `folder/` objects under a folder (Hadoop's S3A writes them;
+        local disk has none)."""
+        base = self.path(*parts)
+        if self.on_local_disk or not self.fs.exists(base):
+            return []
+        found: dict[str, dict[str, Any]] = self.fs.find(base, detail=True)
+        return sorted(str(full) for full in found if str(full).endswith("/"))
 
     def checksum(self, *parts: str) -> str:
         digest = hashlib.sha256()

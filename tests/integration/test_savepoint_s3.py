@@ -12,7 +12,7 @@ import pytest
 
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest, now_ms
-from airflow_provider_kafkaspark.core.restore import restore
+from airflow_provider_kafkaspark.core.restore import move_aside, restore
 from airflow_provider_kafkaspark.core.savepoint import COMPLETE_FILE, SavepointStore
 from airflow_provider_kafkaspark.core.storage import open_location
 from airflow_provider_kafkaspark.errors import SavepointError
@@ -56,6 +56,25 @@ def test_restore_over_a_non_empty_s3_target_moves_it_aside(
     assert result.backup is not None
     assert open_location(result.backup).read_text("precious") == "keep me"
     assert CheckpointReader(target.url).position().query_id == manifest.query_id
+
+
+def test_a_checkpoint_moved_aside_on_s3_leaves_no_folder_markers(
+    made_checkpoints: dict[str, MadeCheckpoint], s3_url: str
+) -> None:
+    # A checkpoint Spark wrote through S3A has empty `offsets/`-style folder markers. Left
+    # behind by a move aside, they made the emptied location look like a started checkpoint
+    # without metadata, and the next submit failed on it.
+    store = SavepointStore(f"{s3_url}/savepoints")
+    manifest = store.create(str(made_checkpoints["stateless"].path), job_name="j")
+    target = open_location(f"{s3_url}/checkpoint")
+    restore(store, manifest.savepoint_id, target.url, "checkpoint")
+    for folder in ("offsets", "commits", "sources"):
+        target.fs.pipe_file(target.path(folder) + "/", b"")
+    assert len(target.folder_markers()) == 3
+    backup = move_aside(target)
+    assert target.folder_markers() == []
+    assert not CheckpointReader(target.url).exists()
+    assert CheckpointReader(backup.url).position().query_id == manifest.query_id
 
 
 def test_an_incomplete_s3_savepoint_is_invisible(

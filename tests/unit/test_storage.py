@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.savepoint import redact_url, validate_savepoint_id
 from airflow_provider_kafkaspark.core.storage import open_location
 from airflow_provider_kafkaspark.errors import SavepointError, StorageError
@@ -102,3 +103,17 @@ def test_map_files_on_local_disk_runs_in_the_caller(tmp_path: Path) -> None:
         lambda _: threading.current_thread().name, range(5)
     )
     assert names == [here] * 5
+
+
+def test_a_folder_of_empty_folders_has_no_files(tmp_path: Path) -> None:
+    # A checkpoint location emptied by a move aside may keep its folders (an object store
+    # lists them for a while): it is empty for a restore and no checkpoint for a submit.
+    (tmp_path / "cp" / "offsets").mkdir(parents=True)
+    (tmp_path / "cp" / "_kafkaspark").mkdir()
+    location = open_location(str(tmp_path / "cp"))
+    assert location.isdir("offsets") and not location.has_files()
+    assert not CheckpointReader(location.url).exists()
+    (tmp_path / "cp" / "offsets" / "0").write_text("v1\n")
+    assert location.has_files() and location.has_files("offsets")
+    assert not location.has_files("_kafkaspark")
+    assert CheckpointReader(location.url).exists()
