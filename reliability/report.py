@@ -72,7 +72,11 @@ def render(results_dir: Path = RESULTS) -> str:
             continue
         raw = json.loads(path.read_text())
         order = {name: i for i, name in enumerate(MODULES)}
-        scenarios = sorted(raw["scenarios"], key=lambda s: order.get(s["name"], 99))
+        # A scenario's runs on other storages (`name[s3]`) right after its local run.
+        scenarios = sorted(
+            raw["scenarios"],
+            key=lambda s: (order.get(s["name"].split("[")[0], 99), "[" in s["name"]),
+        )
         parts.append(
             f"\n## {profile} profile, run {raw['finished_at']}\n\n"
             f"Machine: {raw['machine']['cpus']} CPUs, Python {raw['machine']['python']}. "

@@ -1,6 +1,10 @@
 """Run the reliability scenarios and write their figures.
 
-    python -m reliability.run --profile short|long [--only name,name] [--results-dir DIR]
+    python -m reliability.run --profile short|long [--only name,name] [--storage local|s3]
+                              [--results-dir DIR]
+
+`--storage s3` runs the scenarios that support it (`STORAGES` in their module) with their
+checkpoint and savepoints on a real S3 server; their figures are named `<scenario>[s3]`.
 
 Writes `<results-dir>/reliability_<profile>.json` (scenarios run by an earlier call with
 `--only` are kept unless run again) and, for the repository's results folder, renders
@@ -23,23 +27,28 @@ from typing import Any
 
 from reliability import report
 from reliability.model import Profile, ScenarioResult
-from reliability.scenarios import available, load
+from reliability.scenarios import available, load, run_name, storages
 
 
-def run_one(name: str, profile: Profile, workdir: Path) -> ScenarioResult:
+def run_one(name: str, profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResult:
     module = load(name)
+    if storage not in storages(name):
+        raise ValueError(f"scenario {name} runs on {', '.join(storages(name))}, not {storage}")
     started = time.monotonic()
-    print(f"[reliability] === {name}: {module.TITLE}", flush=True)
+    label = run_name(name, storage)
+    print(f"[reliability] === {label}: {module.TITLE}", flush=True)
     try:
-        result: ScenarioResult = module.run(profile, workdir)
+        extra = {} if storage == "local" else {"storage": storage}
+        result: ScenarioResult = module.run(profile, workdir, **extra)
     except Exception as exc:  # noqa: BLE001 - a crashed scenario is a failed scenario
         traceback.print_exc()
         result = ScenarioResult(name=name, title=module.TITLE)
         result.failures.append(f"scenario raised {type(exc).__name__}: {exc}"[:2000])
+    result.name = label
     result.seconds = round(time.monotonic() - started, 1)
     result.finish()
     print(
-        f"[reliability] === {name}: {'pass' if result.passed else 'FAIL'} "
+        f"[reliability] === {label}: {'pass' if result.passed else 'FAIL'} "
         f"({json.dumps({k: v for k, v in result.to_dict().items() if k != 'checks'})})",
         flush=True,
     )
@@ -71,11 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--profile", default="short", choices=("short", "long"))
     parser.add_argument("--only", default="", help="comma-separated scenario names")
+    parser.add_argument("--storage", default="local", choices=("local", "s3"))
     parser.add_argument("--results-dir", type=Path, default=report.RESULTS)
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args(argv)
     profile = Profile.named(args.profile)
-    names = [n for n in args.only.split(",") if n] or available()
+    names = [n for n in args.only.split(",") if n] or [
+        n for n in available() if args.storage in storages(n)
+    ]
 
     earlier = report.results_file(profile.name, args.results_dir)
     previous: dict[str, Any] = {}
@@ -86,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in names:
             (work / name).mkdir()
-            results.append(run_one(name, profile, work / name))
+            results.append(run_one(name, profile, work / name, args.storage))
     finally:
         if not args.keep:
             import shutil

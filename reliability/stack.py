@@ -4,23 +4,58 @@ started, killed and stopped through the same functions the Airflow operators cal
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
+from unittest import mock
 
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.local.jobs import LocalJobHandle
 
 MASTER = "local[2]"
+# Where a scenario keeps its checkpoint and savepoints: local disk, or a real S3 server
+# (SeaweedFS, started by the project's launcher) reached as a driver and the CLI reach it,
+# through the standard AWS variables.
+STORAGES = ("local", "s3")
+S3_BUCKET = "kafkaspark-reliability"
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StateStorage:
+    """The base URL of a scenario's checkpoints and savepoints."""
+
+    kind: str
+    base: str
+
+    def url(self, name: str) -> str:
+        return f"{self.base.rstrip('/')}/{name}"
+
+
+@contextlib.contextmanager
+def state_storage(kind: str, workdir: Path) -> Iterator[StateStorage]:
+    """Local disk under `workdir`, or a bucket of an S3 server started for this block, with
+    the AWS variables set for it (the driver inherits them)."""
+    if kind == "local":
+        yield StateStorage(kind, str(workdir))
+        return
+    if kind != "s3":
+        raise ValueError(f"unknown storage {kind!r}: one of {', '.join(STORAGES)}")
+    from airflow_provider_kafkaspark.local.s3 import LocalS3Server
+
+    with LocalS3Server(workdir / "s3") as server:
+        server.create_bucket(S3_BUCKET)
+        with mock.patch.dict(os.environ, server.aws_environment()):
+            yield StateStorage(kind, f"s3://{S3_BUCKET}/{workdir.name}")
 
 
 def log(scenario: str, message: str) -> None:
@@ -462,7 +497,7 @@ class OnceCount:
 def passthrough_spec(
     *,
     bootstrap: str,
-    checkpoint: Path,
+    checkpoint: str | Path,
     source: str,
     sink: str,
     job_name: str,
@@ -503,7 +538,7 @@ def submit(
     return LocalJobHandle.from_dict({k: v for k, v in raw.items() if k in fields})
 
 
-def committed(checkpoint: Path) -> int:
+def committed(checkpoint: str | Path) -> int:
     """The last committed batch id, -1 before the first."""
     from airflow_provider_kafkaspark.lifecycle import latest_committed
 
@@ -515,7 +550,7 @@ def committed(checkpoint: Path) -> int:
 
 
 def wait_committed_beyond(
-    handle: LocalJobHandle, checkpoint: Path, batch: int, timeout_s: float = 180
+    handle: LocalJobHandle, checkpoint: str | Path, batch: int, timeout_s: float = 180
 ) -> int:
     """Wait until a batch after `batch` is committed; the driver must stay alive."""
     from airflow_provider_kafkaspark.local.jobs import read_log
@@ -577,7 +612,11 @@ def _process_tree(root: int) -> list[int]:
 
 
 def wait_caught_up(
-    handle: LocalJobHandle, checkpoint: Path, bootstrap: str, topics: list[str], timeout_s: float
+    handle: LocalJobHandle,
+    checkpoint: str | Path,
+    bootstrap: str,
+    topics: list[str],
+    timeout_s: float,
 ) -> None:
     """Wait until the checkpoint's committed offsets reach the end of every partition."""
     from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader

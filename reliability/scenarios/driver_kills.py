@@ -23,6 +23,7 @@ from reliability.model import Profile, ScenarioResult
 
 NAME = "driver_kills"
 TITLE = "random SIGKILLs of the example job's driver, resubmitted each time"
+STORAGES = stack.STORAGES
 
 SOURCE, SINK = "kills_source", "kills_sink"
 PARTITIONS = 3
@@ -88,22 +89,25 @@ class EventProducer(stack.PacedProducer):
                 yield event
 
 
-def run(profile: Profile, workdir: Path) -> ScenarioResult:
+def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResult:
     from airflow_provider_kafkaspark.core.jobspec import JobSpec
     from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
     from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 
     result = ScenarioResult(NAME, TITLE)
     rng = random.Random(profile.seed)
-    checkpoint = workdir / "checkpoint"
     handle = None
-    with LocalKafkaCluster(workdir / "kafka") as cluster:
+    with (
+        stack.state_storage(storage, workdir) as state,
+        LocalKafkaCluster(workdir / "kafka") as cluster,
+    ):
+        checkpoint = state.url("checkpoint")
         bootstrap = cluster.bootstrap_servers
         stack.create_topics(bootstrap, {SOURCE: PARTITIONS, SINK: PARTITIONS})
         spec = JobSpec.from_dict(
             job_spec_dict(
                 bootstrap_servers=bootstrap,
-                checkpoint=str(checkpoint),
+                checkpoint=checkpoint,
                 job_name="kills",
                 trigger_interval="1 second",
                 max_offsets_per_trigger=20_000,

@@ -17,6 +17,7 @@ from reliability.model import Profile, ScenarioResult
 
 NAME = "partitions_added"
 TITLE = "source partitions added while running and while stopped"
+STORAGES = stack.STORAGES
 
 SOURCE, SINK = "grow_source", "grow_sink"
 RATE = 300.0
@@ -25,14 +26,14 @@ RATE = 300.0
 PRODUCE_CAP_S = 3_600.0
 
 
-def _committed_offsets(checkpoint: Path) -> dict[int, int]:
+def _committed_offsets(checkpoint: str) -> dict[int, int]:
     from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
 
-    offsets = CheckpointReader(str(checkpoint)).position().committed_offsets
+    offsets = CheckpointReader(checkpoint).position().committed_offsets
     return {int(p): o for p, o in offsets.get(SOURCE, {}).items()}
 
 
-def run(profile: Profile, workdir: Path) -> ScenarioResult:
+def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResult:
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
     from airflow_provider_kafkaspark.core.observe import end_offsets
     from airflow_provider_kafkaspark.lifecycle import restore_for_submit, savepoint_after_stop
@@ -40,10 +41,13 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
     result = ScenarioResult(NAME, TITLE)
-    checkpoint = workdir / "checkpoint"
-    savepoints = str(workdir / "savepoints")
     handle = None
-    with LocalKafkaCluster(workdir / "kafka") as cluster:
+    with (
+        stack.state_storage(storage, workdir) as state,
+        LocalKafkaCluster(workdir / "kafka") as cluster,
+    ):
+        checkpoint = state.url("checkpoint")
+        savepoints = state.url("savepoints")
         bootstrap = cluster.bootstrap_servers
         stack.create_topics(bootstrap, {SOURCE: 2, SINK: 3})
         spec = stack.passthrough_spec(
@@ -76,7 +80,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             batch = stack.stop(handle, NAME)
             handle = None
             manifest = savepoint_after_stop(
-                str(checkpoint), savepoints, spec.job_name, spark_version=SPARK_VERSION
+                checkpoint, savepoints, spec.job_name, spark_version=SPARK_VERSION
             )
             stack.add_partitions(bootstrap, SOURCE, 6)
             result.faults_injected += 1
@@ -116,7 +120,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:
             ends = {int(p): o for p, o in end_offsets(kafka, [SOURCE])[SOURCE].items()}
         found = [value.decode() for value in stack.read_committed(bootstrap, SINK)]
-    committed = _committed_offsets(checkpoint)
+        committed = _committed_offsets(checkpoint)
     count = stack.OnceCount.of(producer.values, found)
     result.records_checked = count.checked
     result.duplicates = count.duplicates

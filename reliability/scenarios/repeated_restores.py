@@ -17,6 +17,7 @@ from reliability.model import Profile, ScenarioResult
 
 NAME = "repeated_restores"
 TITLE = "stop with savepoint and restore, alternating checkpoint and offsets modes"
+STORAGES = stack.STORAGES
 
 SOURCE, SINK = "restores_source", "restores_sink"
 PARTITIONS = 3
@@ -26,18 +27,21 @@ RATE = 300.0
 PRODUCE_CAP_S = 3_600.0
 
 
-def run(profile: Profile, workdir: Path) -> ScenarioResult:
+def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResult:
     from airflow_provider_kafkaspark.lifecycle import restore_for_submit, savepoint_after_stop
     from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
     result = ScenarioResult(NAME, TITLE)
-    checkpoint = workdir / "checkpoint"
-    savepoints = str(workdir / "savepoints")
     modes: list[str] = []
     backups = 0
     handle = None
-    with LocalKafkaCluster(workdir / "kafka") as cluster:
+    with (
+        stack.state_storage(storage, workdir) as state,
+        LocalKafkaCluster(workdir / "kafka") as cluster,
+    ):
+        checkpoint = state.url("checkpoint")
+        savepoints = state.url("savepoints")
         bootstrap = cluster.bootstrap_servers
         stack.create_topics(bootstrap, {SOURCE: PARTITIONS, SINK: PARTITIONS})
         spec = stack.passthrough_spec(
@@ -60,7 +64,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
                 batch = stack.stop(handle, NAME)
                 handle = None
                 manifest = savepoint_after_stop(
-                    str(checkpoint), savepoints, spec.job_name, spark_version=SPARK_VERSION
+                    checkpoint, savepoints, spec.job_name, spark_version=SPARK_VERSION
                 )
                 restored, summary = restore_for_submit(
                     spec,

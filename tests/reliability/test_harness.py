@@ -4,11 +4,15 @@ they saw when they give up, and driver_kills checks the events that were acked."
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
 from airflow_provider_kafkaspark.examples.access_events import generate_events
-from reliability import stack
+from reliability import report, stack
+from reliability.model import Profile, ScenarioResult
+from reliability.run import run_one, write_results
+from reliability.scenarios import run_name, storages
 from reliability.scenarios.driver_kills import EventProducer
 
 
@@ -45,3 +49,34 @@ def test_event_producer_checks_the_acked_events_only() -> None:
     assert [r.value for r in records] == [e.to_json() for e in events]
     assert producer.last_event_ms == max(e.event_time_ms for e in events)
     assert list(producer.acked_events()) == events[0:50:2]
+
+
+def test_runs_on_s3_are_named_apart_and_only_where_a_scenario_supports_them(
+    tmp_path: Path,
+) -> None:
+    assert storages("repeated_restores") == ("local", "s3")
+    assert storages("broker_loss") == ("local",)
+    assert run_name("repeated_restores", "local") == "repeated_restores"
+    assert run_name("repeated_restores", "s3") == "repeated_restores[s3]"
+    with pytest.raises(ValueError, match="broker_loss runs on local, not s3"):
+        run_one("broker_loss", Profile.named("short"), tmp_path, "s3")
+
+
+def test_the_table_puts_a_scenarios_s3_run_after_its_local_one(tmp_path: Path) -> None:
+    profile = Profile.named("short")
+    results = [
+        ScenarioResult("repeated_restores[s3]", "r", 1, 1, passed=True),
+        ScenarioResult("partitions_added", "p", 1, 1, passed=True),
+        ScenarioResult("repeated_restores", "r", 1, 1, passed=True),
+        ScenarioResult("driver_kills", "d", 1, 1, passed=True),
+    ]
+    write_results(profile, results, tmp_path)
+    rows = [
+        line.split(":")[0] for line in report.render(tmp_path).splitlines() if "| pass |" in line
+    ]
+    assert rows == [
+        "| driver_kills",
+        "| repeated_restores",
+        "| repeated_restores[s3]",
+        "| partitions_added",
+    ]
