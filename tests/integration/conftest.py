@@ -8,7 +8,6 @@ not run must not look like one that passed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -59,13 +58,3 @@ def made_checkpoints(
         "stateless": MadeCheckpoint(base / "stateless", "core_stateless", "made_stateless", 3000),
         "stateful": MadeCheckpoint(base / "stateful", "core_stateful", "made_stateful", 2000),
     }
-
-
-@pytest.fixture(params=["local", "s3"])
-def storage_base(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where a test keeps its checkpoints and savepoints: a local folder, or a prefix on the
-    session's real S3 server (with the AWS variables set, so drivers started by the test
-    inherit them)."""
-    if request.param == "s3":
-        return str(request.getfixturevalue("s3_url"))
-    return str(tmp_path)

@@ -95,17 +95,17 @@ def sink_counts(bootstrap: str, topic: str) -> tuple[Counter[tuple[int, str]], i
     return counts, duplicates
 
 
-def test_exactly_once_through_three_crashes(
-    kafka_cluster: LocalKafkaCluster, tmp_path: Path, storage_base: str
+def test_exactly_once_through_three_crashes_on_s3(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path, s3_url: str
 ) -> None:
-    """On local disk and with the checkpoint on S3 (Spark through S3A, the lease and the
-    control files through s3fs)."""
+    """With the checkpoint on S3 (Spark through S3A, the lease and the control files through
+    s3fs). On local disk the same kills are the reliability suite's `driver_kills` (random
+    moments) and test_kafka_sink's crash points (these two moments, each alone)."""
     bootstrap = kafka_cluster.bootstrap_servers
-    on_s3 = storage_base.startswith("s3://")
-    source, sink = ("eo_s3_source", "eo_s3_sink") if on_s3 else ("eo_source", "eo_sink")
+    source, sink = "eo_s3_source", "eo_s3_sink"
     events, flush_ms = make_input(bootstrap, source)
     create_topic(bootstrap, sink, 3)
-    checkpoint = f"{storage_base}/checkpoint"
+    checkpoint = f"{s3_url}/checkpoint"
     spec = job_spec_dict(
         bootstrap_servers=bootstrap,
         checkpoint=checkpoint,
