@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
 
     earlier = report.results_file(profile.name, args.results_dir)
     previous: dict[str, Any] = {}
-    if earlier.exists() and args.only:
+    # A run of some scenarios (by name, or those that run on S3) adds to the figures of
+    # the others rather than replacing them.
+    if earlier.exists() and (args.only or args.storage != "local"):
         previous = {s["name"]: s for s in json.loads(earlier.read_text())["scenarios"]}
     results: list[ScenarioResult] = []
     work = Path(tempfile.mkdtemp(prefix="kafkaspark-reliability-"))

@@ -50,12 +50,21 @@ def state_storage(kind: str, workdir: Path) -> Iterator[StateStorage]:
         return
     if kind != "s3":
         raise ValueError(f"unknown storage {kind!r}: one of {', '.join(STORAGES)}")
+    import s3fs
+
     from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 
     with LocalS3Server(workdir / "s3") as server:
         server.create_bucket(S3_BUCKET)
-        with mock.patch.dict(os.environ, server.aws_environment()):
-            yield StateStorage(kind, f"s3://{S3_BUCKET}/{workdir.name}")
+        # fsspec keeps one S3 file system per set of arguments, and the endpoint of the AWS
+        # variables is not among them: one made for an earlier scenario's server would be
+        # reused for this one.
+        s3fs.S3FileSystem.clear_instance_cache()
+        try:
+            with mock.patch.dict(os.environ, server.aws_environment()):
+                yield StateStorage(kind, f"s3://{S3_BUCKET}/{workdir.name}")
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()
 
 
 def log(scenario: str, message: str) -> None:
