@@ -46,3 +46,15 @@ S3A_ARTIFACTS: tuple[str, ...] = (
     f"software.amazon.awssdk:bundle:{AWS_SDK_BUNDLE_VERSION}",
     f"org.apache.spark:spark-hadoop-cloud_{SCALA_BINARY_VERSION}:{SPARK_VERSION}",
 )
+
+# A YARN ResourceManager and NodeManager for the local cluster stack (`kafkaspark local yarn`),
+# run from jars: no Hadoop distribution is needed. Both daemons' poms mark hadoop-common (and
+# the RM the timeline service) `provided`, and the NodeManager's container executor needs
+# hdfs-client's classes, so all five are named. Resolved only on demand (`make setup-cluster`).
+YARN_ARTIFACTS: tuple[str, ...] = (
+    f"org.apache.hadoop:hadoop-yarn-server-resourcemanager:{HADOOP_VERSION}",
+    f"org.apache.hadoop:hadoop-yarn-server-nodemanager:{HADOOP_VERSION}",
+    f"org.apache.hadoop:hadoop-yarn-server-timelineservice:{HADOOP_VERSION}",
+    f"org.apache.hadoop:hadoop-common:{HADOOP_VERSION}",
+    f"org.apache.hadoop:hadoop-hdfs-client:{HADOOP_VERSION}",
+)

@@ -13,10 +13,13 @@ DEFAULT_LOCAL_KAFKA_DIR = Path(".local") / "kafka"
 DEFAULT_LOCAL_KAFKA_PORT = 9092
 DEFAULT_LOCAL_S3_DIR = Path(".local") / "s3"
 DEFAULT_LOCAL_S3_PORT = 8333
+DEFAULT_LOCAL_YARN_DIR = Path(".local") / "yarn"
 
 
 def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    local = groups.add_parser("local", help="the local stack: Kafka brokers, S3 store, JVM jars")
+    local = groups.add_parser(
+        "local", help="the local stack: Kafka brokers, S3 store, YARN cluster, JVM jars"
+    )
     parts = local.add_subparsers(dest="part", required=True)
 
     kafka = parts.add_parser("kafka", help="a local Kafka cluster in KRaft mode")
@@ -45,6 +48,19 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     with_example(s3, "kafkaspark local s3 start --bucket checkpoints", "kafkaspark local s3 status")
     s3.set_defaults(func=local_s3)
 
+    yarn = parts.add_parser(
+        "yarn", help="a local YARN cluster (one ResourceManager and NodeManager)"
+    )
+    yarn.add_argument("action", choices=["start", "stop", "status"])
+    yarn.add_argument("--dir", default=str(DEFAULT_LOCAL_YARN_DIR), help="cluster folder")
+    yarn.add_argument("--port", type=int, default=8032, help="ResourceManager client port")
+    yarn.add_argument("--web-port", type=int, default=8088, help="ResourceManager REST/UI port")
+    yarn.add_argument("--memory-mb", type=int, default=6144, help="NodeManager memory")
+    yarn.add_argument("--vcores", type=int, default=4, help="NodeManager virtual cores")
+    yarn.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for start")
+    with_example(yarn, "kafkaspark local yarn start", "kafkaspark local yarn status")
+    yarn.set_defaults(func=local_yarn)
+
     jars = parts.add_parser("jars", help="JVM jars resolved from Maven Central")
     jars.add_argument(
         "action",
@@ -53,7 +69,20 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "Spark drivers and Kafka brokers start faster under KAFKASPARK_FAST_JVM=1",
     )
     jars.add_argument("--dir", default=None, help="jar cache folder (default .cache/jars)")
-    with_example(jars, "kafkaspark local jars resolve", "kafkaspark local jars archive")
+    jars.add_argument(
+        "--with",
+        dest="extra",
+        action="append",
+        default=[],
+        choices=["yarn"],
+        help="also resolve an optional bundle: yarn (the local YARN cluster's daemons)",
+    )
+    with_example(
+        jars,
+        "kafkaspark local jars resolve",
+        "kafkaspark local jars resolve --with yarn",
+        "kafkaspark local jars archive",
+    )
     jars.set_defaults(func=local_jars)
 
 
@@ -113,7 +142,7 @@ def local_s3(args: argparse.Namespace) -> int:
 
 
 def local_jars(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.local.jars import resolve_jars
+    from airflow_provider_kafkaspark.local.jars import DEFAULT_BUNDLES, resolve_jars
     from airflow_provider_kafkaspark.local.jvm_archive import KINDS, build_archive
 
     jars_dir = Path(args.dir) if args.dir else None
@@ -121,6 +150,41 @@ def local_jars(args: argparse.Namespace) -> int:
         for kind in KINDS:
             print(f"{kind}: {build_archive(kind, jars_dir)}")
         return EXIT_OK
-    for bundle, folder in resolve_jars(jars_dir).items():
+    for bundle, folder in resolve_jars(jars_dir, bundles=(*DEFAULT_BUNDLES, *args.extra)).items():
         print(f"{bundle}: {folder}")
     return EXIT_OK
+
+
+def local_yarn(args: argparse.Namespace) -> int:
+    from airflow_provider_kafkaspark.local.yarn import STATE_FILE, LocalYarnCluster
+
+    base = Path(args.dir)
+    known = (base / STATE_FILE).is_file()
+    if args.action != "start" and not known:
+        print(f"no local YARN cluster in {base} (no {STATE_FILE})")
+        return EXIT_FINDINGS
+    cluster = (
+        LocalYarnCluster(base)
+        if known
+        else LocalYarnCluster(
+            base,
+            memory_mb=args.memory_mb,
+            vcores=args.vcores,
+            rm_client_port=args.port,
+            rm_web_port=args.web_port,
+        )
+    )
+    if args.action == "start":
+        cluster.start(timeout=args.timeout)
+        print(
+            f"YARN is up: ResourceManager {cluster.web_url}; for spark-submit "
+            f"HADOOP_CONF_DIR={cluster.conf_dir}"
+        )
+        return EXIT_OK
+    if args.action == "stop":
+        cluster.stop()
+        print(f"YARN stopped (logs kept in {base / 'logs'})")
+        return EXIT_OK
+    status = cluster.status()
+    print(json.dumps(status, indent=2))
+    return EXIT_OK if status["running"] else EXIT_FINDINGS

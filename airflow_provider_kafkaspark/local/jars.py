@@ -21,6 +21,7 @@ from airflow_provider_kafkaspark.versions import (
     KAFKA_BROKER_ARTIFACTS,
     S3A_ARTIFACTS,
     SPARK_CONNECTOR_ARTIFACTS,
+    YARN_ARTIFACTS,
 )
 
 JARS_DIR_ENV = "KAFKASPARK_JARS_DIR"
@@ -33,7 +34,10 @@ BUNDLES: dict[str, tuple[tuple[str, ...], bool]] = {
     "kafka": (KAFKA_BROKER_ARTIFACTS, True),
     "spark-kafka": (SPARK_CONNECTOR_ARTIFACTS, False),
     "s3a": (S3A_ARTIFACTS, False),
+    "yarn": (YARN_ARTIFACTS, True),
 }
+# What `make setup` resolves; the others only when asked for (`--with yarn`).
+DEFAULT_BUNDLES = ("kafka", "spark-kafka", "s3a")
 
 
 def default_jars_dir() -> Path:
@@ -142,8 +146,18 @@ def _pom(bundle: str, artifacts: tuple[str, ...], transitive: bool) -> str:
     )
 
 
-def resolve_jars(jars_dir: Path | None = None, *, force: bool = False) -> dict[str, Path]:
-    """Resolve every bundle with `mvn` into `jars_dir`; a complete bundle is kept as is.
+def yarn_classpath(jars_dir: Path | None = None) -> list[Path]:
+    """The jars of a YARN ResourceManager or NodeManager (see `versions.YARN_ARTIFACTS`)."""
+    return bundle_jars("yarn", jars_dir)
+
+
+def resolve_jars(
+    jars_dir: Path | None = None,
+    *,
+    force: bool = False,
+    bundles: tuple[str, ...] = DEFAULT_BUNDLES,
+) -> dict[str, Path]:
+    """Resolve `bundles` with `mvn` into `jars_dir`; a complete bundle is kept as is.
 
     Each bundle is copied into a temporary folder and renamed into place, so a failed or
     interrupted run never leaves a folder that looks complete.
@@ -151,7 +165,11 @@ def resolve_jars(jars_dir: Path | None = None, *, force: bool = False) -> dict[s
     root = jars_dir or default_jars_dir()
     mvn = shutil.which("mvn")
     done: dict[str, Path] = {}
-    for bundle, (artifacts, transitive) in BUNDLES.items():
+    unknown = sorted(set(bundles) - set(BUNDLES))
+    if unknown:
+        raise ValueError(f"unknown jar bundles {unknown}; known: {', '.join(BUNDLES)}")
+    for bundle in bundles:
+        artifacts, transitive = BUNDLES[bundle]
         target = root / bundle
         if not force:
             try:

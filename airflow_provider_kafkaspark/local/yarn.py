@@ -1,0 +1,309 @@
+"""A real YARN cluster on this machine, for tests and demos: a ResourceManager and a
+NodeManager run as plain JVMs from the jars `kafkaspark local jars resolve --with yarn`
+fetches from Maven Central (no Hadoop distribution).
+
+Each daemon gets a configuration folder of its own (local/yarn_config.py), so that the
+multi-host test bed can start the RM and each NM on different hosts. The cluster's layout
+(ports, pids) is kept in `<base_dir>/yarn.json`, which lets the CLI's `stop` and `status`
+find it again. Containers run as this user with the NodeManager's `JAVA_HOME`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kafkaspark.errors import LocalStackError, PortInUseError
+from airflow_provider_kafkaspark.local.jars import find_java, yarn_classpath
+from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
+from airflow_provider_kafkaspark.local.process import server_running
+from airflow_provider_kafkaspark.local.yarn_config import (
+    NodeLayout,
+    NodeManagerPorts,
+    ResourceManagerPorts,
+    write_conf_dir,
+)
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "yarn.json"
+RESOURCE_MANAGER = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
+NODE_MANAGER = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+# Hadoop 3.4 predates Java 17's closed modules: its Guice and reflection need these opened.
+JAVA17_OPTIONS = (
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/java.net=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/sun.net.dns=ALL-UNNAMED",
+    "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+)
+
+
+class YarnStartError(LocalStackError):
+    """A YARN daemon exited during start-up or the cluster did not become ready in time."""
+
+
+def java_home() -> Path:
+    """The Java installation containers run with (`{{JAVA_HOME}}/bin/java`)."""
+    return find_java().resolve().parents[1]
+
+
+def daemon_command(main_class: str, conf_dir: Path, log_dir: Path, heap_mb: int) -> list[str]:
+    classpath = os.pathsep.join([str(conf_dir), *(str(j) for j in yarn_classpath())])
+    return [
+        str(java_home() / "bin" / "java"),
+        f"-Xmx{heap_mb}m",
+        *JAVA17_OPTIONS,
+        "-Djava.net.preferIPv4Stack=true",
+        f"-Dyarn.log.dir={log_dir}",
+        f"-Dhadoop.log.dir={log_dir}",
+        f"-Dlog4j.configuration=file:{conf_dir / 'log4j.properties'}",
+        "-cp",
+        classpath,
+        main_class,
+    ]
+
+
+def rest_get(web: str, path: str, timeout: float = 5.0) -> dict[str, Any]:
+    """GET a ResourceManager REST resource (`/ws/v1/cluster/...`) as JSON."""
+    request = urllib.request.Request(f"{web}{path}", headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        data: dict[str, Any] = json.loads(response.read().decode())
+    return data
+
+
+@dataclass
+class _ClusterState:
+    host: str
+    rm: ResourceManagerPorts
+    nm: NodeManagerPorts
+    memory_mb: int
+    vcores: int
+    pids: dict[str, int | None] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> _ClusterState:
+        return cls(
+            host=raw["host"],
+            rm=ResourceManagerPorts(**raw["rm"]),
+            nm=NodeManagerPorts(**raw["nm"]),
+            memory_mb=raw["memory_mb"],
+            vcores=raw["vcores"],
+            pids=dict(raw.get("pids", {})),
+        )
+
+
+class LocalYarnCluster:
+    """One ResourceManager and one NodeManager on loopback. A context manager, or
+    start()/stop(); the RM's client and web ports are YARN's defaults unless taken."""
+
+    def __init__(
+        self,
+        base_dir: str | os.PathLike[str],
+        *,
+        memory_mb: int = 6144,
+        vcores: int = 4,
+        rm_client_port: int | None = None,
+        rm_web_port: int | None = None,
+    ) -> None:
+        self.base_dir = Path(base_dir).resolve()
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        state_file = self.base_dir / STATE_FILE
+        if state_file.is_file():
+            self._state = _ClusterState.from_dict(json.loads(state_file.read_text()))
+        else:
+            self._state = _ClusterState(
+                host=HOST,
+                rm=ResourceManagerPorts(
+                    client=rm_client_port or free_port(),
+                    scheduler=free_port(),
+                    tracker=free_port(),
+                    admin=free_port(),
+                    web=rm_web_port or free_port(),
+                ),
+                nm=NodeManagerPorts(containers=free_port(), localizer=free_port(), web=free_port()),
+                memory_mb=memory_mb,
+                vcores=vcores,
+            )
+
+    # -- what clients need ----------------------------------------------------------------
+
+    @property
+    def web_url(self) -> str:
+        """The ResourceManager's REST API and UI."""
+        return f"http://{self._state.host}:{self._state.rm.web}"
+
+    @property
+    def conf_dir(self) -> Path:
+        """A client's configuration folder (HADOOP_CONF_DIR for spark-submit)."""
+        return self.base_dir / "conf" / "client"
+
+    def client_environment(self) -> dict[str, str]:
+        return {"HADOOP_CONF_DIR": str(self.conf_dir), "YARN_CONF_DIR": str(self.conf_dir)}
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self, timeout: float = 120.0) -> LocalYarnCluster:
+        """Start both daemons unless they run; wait (bounded) until the node is RUNNING."""
+        if self.is_running():
+            return self
+        rm = self._state.rm
+        for name, port in (("client", rm.client), ("web", rm.web)):
+            if port_in_use(port):
+                raise PortInUseError(
+                    f"local YARN in {self.base_dir}: the ResourceManager's {name} port {port} "
+                    f"is in use on {self._state.host}"
+                )
+        self._state.nm = NodeManagerPorts(
+            containers=free_port(), localizer=free_port(), web=free_port()
+        )
+        host = self._state.host
+        node = NodeLayout(
+            host=host,
+            ports=self._state.nm,
+            local_dirs=self.base_dir / "nm" / "local",
+            log_dirs=self.base_dir / "nm" / "logs",
+            memory_mb=self._state.memory_mb,
+            vcores=self._state.vcores,
+        )
+        tmp = self.base_dir / "tmp"
+        write_conf_dir(self.conf_dir, host, rm, tmp, None)
+        rm_conf = write_conf_dir(self.base_dir / "conf" / "rm", host, rm, tmp, None)
+        nm_conf = write_conf_dir(self.base_dir / "conf" / "nm", host, rm, tmp, node)
+        try:
+            self._spawn("resourcemanager", RESOURCE_MANAGER, rm_conf, heap_mb=512)
+            self._wait(timeout, "the ResourceManager's REST API", self._rm_answers)
+            self._spawn("nodemanager", NODE_MANAGER, nm_conf, heap_mb=512)
+            self._wait(timeout, "a RUNNING NodeManager", lambda: self.running_nodes() >= 1)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM each daemon (NodeManager first, which stops its containers), then SIGKILL
+        after `timeout` seconds."""
+        for name in ("nodemanager", "resourcemanager"):
+            pid = self._state.pids.get(name)
+            if not self._daemon_running(name):
+                continue
+            assert pid is not None
+            os.killpg(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while self._daemon_running(name) and time.monotonic() < deadline:
+                self._reap(name)
+                time.sleep(0.2)
+            if self._daemon_running(name):
+                log.warning("YARN %s did not stop in %ss: killing it", name, timeout)
+                os.killpg(pid, signal.SIGKILL)
+                self._reap(name, 10.0)
+            self._state.pids[name] = None
+        self._save_state()
+
+    def is_running(self) -> bool:
+        return all(self._daemon_running(n) for n in ("resourcemanager", "nodemanager"))
+
+    def running_nodes(self) -> int:
+        try:
+            nodes = rest_get(self.web_url, "/ws/v1/cluster/nodes").get("nodes") or {}
+        except (OSError, ValueError):
+            return 0
+        return sum(1 for n in nodes.get("node", []) if n.get("state") == "RUNNING")
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "running": self.is_running(),
+            "resourcemanager": self.web_url,
+            "client_port": self._state.rm.client,
+            "running_nodes": self.running_nodes() if self.is_running() else 0,
+            "pids": dict(self._state.pids),
+            "conf_dir": str(self.conf_dir),
+            "logs": str(self.base_dir / "logs"),
+        }
+
+    def log_tail(self, name: str, lines: int = 30) -> str:
+        try:
+            text = (self.base_dir / "logs" / f"{name}.out").read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> LocalYarnCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _spawn(self, name: str, main_class: str, conf_dir: Path, heap_mb: int) -> None:
+        log_dir = self.base_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "JAVA_HOME": str(java_home()), "HADOOP_CONF_DIR": str(conf_dir)}
+        with open(log_dir / f"{name}.out", "ab") as out:
+            proc = subprocess.Popen(
+                daemon_command(main_class, conf_dir, log_dir, heap_mb),
+                cwd=self.base_dir,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+        self._procs[name] = proc
+        self._state.pids[name] = proc.pid
+        self._save_state()
+
+    def _rm_answers(self) -> bool:
+        try:
+            rest_get(self.web_url, "/ws/v1/cluster/info")
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def _wait(self, timeout: float, what: str, ready: Any) -> None:
+        deadline = time.monotonic() + timeout
+        for _ in range(int(timeout / 0.5) + 1):
+            for name in self._state.pids:
+                if self._state.pids[name] and not self._daemon_running(name):
+                    raise YarnStartError(
+                        f"YARN {name} exited while waiting for {what}; last lines of its log:\n"
+                        f"{self.log_tail(name)}"
+                    )
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        raise YarnStartError(
+            f"gave up after {timeout:g}s waiting for {what} at {self.web_url}; logs in "
+            f"{self.base_dir / 'logs'}"
+        )
+
+    def _daemon_running(self, name: str) -> bool:
+        return server_running(self._state.pids.get(name), b"hadoop", self._procs.get(name))
+
+    def _reap(self, name: str, timeout: float = 0.0) -> None:
+        proc = self._procs.get(name)
+        if proc is not None:
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def _save_state(self) -> None:
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        (self.base_dir / STATE_FILE).write_text(json.dumps(asdict(self._state), indent=2))

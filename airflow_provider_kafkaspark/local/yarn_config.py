@@ -1,0 +1,147 @@
+"""The configuration files of a small YARN cluster run from jars (see local/yarn.py).
+
+Plain functions from a layout to file contents, so that what a ResourceManager or a
+NodeManager is told can be read and tested without starting either. Sizes suit a test bed of
+a few GiB: containers of 256 MiB steps, no memory checks (a PySpark driver's Python process
+counts against its container, and a kill for that would count as a failed attempt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+# The RM's cap on application attempts: Spark's `spark.yarn.maxAppAttempts` is clamped to it,
+# so a job that asks for a few restarts gets them.
+MAX_AM_ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class ResourceManagerPorts:
+    client: int  # applications are submitted here (spark-submit)
+    scheduler: int  # application masters ask for containers here
+    tracker: int  # NodeManagers report here
+    admin: int
+    web: int  # the REST API (/ws/v1/cluster) and the UI
+
+
+@dataclass(frozen=True)
+class NodeManagerPorts:
+    containers: int  # application masters start containers here
+    localizer: int
+    web: int
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    """Where one NodeManager keeps its containers' files and logs, and what it offers."""
+
+    host: str
+    ports: NodeManagerPorts
+    local_dirs: Path
+    log_dirs: Path
+    memory_mb: int = 6144
+    vcores: int = 4
+
+
+def site_xml(properties: Mapping[str, str | int | bool]) -> str:
+    """A Hadoop `*-site.xml` of `properties`, in the order given."""
+    rows = []
+    for name, value in properties.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        rows.append(
+            f"  <property><name>{escape(name)}</name><value>{escape(text)}</value></property>"
+        )
+    return '<?xml version="1.0"?>\n<configuration>\n' + "\n".join(rows) + "\n</configuration>\n"
+
+
+def resource_manager_properties(host: str, ports: ResourceManagerPorts) -> dict[str, str | int]:
+    """What every daemon and client of the cluster must agree on: where the RM listens."""
+    return {
+        "yarn.resourcemanager.hostname": host,
+        "yarn.resourcemanager.address": f"{host}:{ports.client}",
+        "yarn.resourcemanager.scheduler.address": f"{host}:{ports.scheduler}",
+        "yarn.resourcemanager.resource-tracker.address": f"{host}:{ports.tracker}",
+        "yarn.resourcemanager.admin.address": f"{host}:{ports.admin}",
+        "yarn.resourcemanager.webapp.address": f"{host}:{ports.web}",
+    }
+
+
+def yarn_site(
+    host: str, ports: ResourceManagerPorts, node: NodeLayout | None = None
+) -> dict[str, str | int | bool]:
+    """yarn-site.xml for the RM (node None), or for a NodeManager and the clients of a host."""
+    properties: dict[str, str | int | bool] = {
+        **resource_manager_properties(host, ports),
+        "yarn.resourcemanager.am.max-attempts": MAX_AM_ATTEMPTS,
+        "yarn.scheduler.minimum-allocation-mb": 256,
+        "yarn.scheduler.maximum-allocation-mb": node.memory_mb if node else 8192,
+        "yarn.scheduler.maximum-allocation-vcores": node.vcores if node else 4,
+        "yarn.log-aggregation-enable": False,
+    }
+    if node is None:
+        return properties
+    properties.update(
+        {
+            "yarn.nodemanager.hostname": node.host,
+            "yarn.nodemanager.address": f"{node.host}:{node.ports.containers}",
+            "yarn.nodemanager.localizer.address": f"{node.host}:{node.ports.localizer}",
+            "yarn.nodemanager.webapp.address": f"{node.host}:{node.ports.web}",
+            "yarn.nodemanager.resource.memory-mb": node.memory_mb,
+            "yarn.nodemanager.resource.cpu-vcores": node.vcores,
+            "yarn.nodemanager.vmem-check-enabled": False,
+            "yarn.nodemanager.pmem-check-enabled": False,
+            "yarn.nodemanager.local-dirs": str(node.local_dirs),
+            "yarn.nodemanager.log-dirs": str(node.log_dirs),
+            # A test machine's disk may be fuller than YARN's 90 %, which would mark the
+            # node unhealthy and leave every application waiting.
+            "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": (
+                "99.0"
+            ),
+            # Keep a finished container's folder a while: its launch script and logs say why
+            # a driver failed.
+            "yarn.nodemanager.delete.debug-delay-sec": 600,
+        }
+    )
+    return properties
+
+
+def core_site(tmp_dir: Path) -> dict[str, str]:
+    # No HDFS: the default file system is the local one; shared state lives on S3.
+    return {"fs.defaultFS": "file:///", "hadoop.tmp.dir": str(tmp_dir)}
+
+
+def capacity_scheduler() -> dict[str, str]:
+    """One queue with the whole cluster. No jar ships a default, and without a queue the
+    scheduler does not start; application masters may take most of the memory (the default
+    10 % would leave a second streaming job waiting)."""
+    return {
+        "yarn.scheduler.capacity.root.queues": "default",
+        "yarn.scheduler.capacity.root.default.capacity": "100",
+        "yarn.scheduler.capacity.root.default.maximum-capacity": "100",
+        "yarn.scheduler.capacity.maximum-am-resource-percent": "0.8",
+    }
+
+
+LOG4J_PROPERTIES = """\
+log4j.rootLogger=INFO, console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.out
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+"""
+
+
+def write_conf_dir(
+    conf_dir: Path, host: str, ports: ResourceManagerPorts, tmp_dir: Path, node: NodeLayout | None
+) -> Path:
+    """A Hadoop configuration folder for one daemon (or, node None, the RM and clients)."""
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "yarn-site.xml").write_text(site_xml(yarn_site(host, ports, node)))
+    (conf_dir / "core-site.xml").write_text(site_xml(core_site(tmp_dir)))
+    (conf_dir / "capacity-scheduler.xml").write_text(site_xml(capacity_scheduler()))
+    (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
+    return conf_dir

@@ -1,0 +1,72 @@
+"""What the local YARN daemons are told, read from the files without starting them."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from airflow_provider_kafkaspark.local import jars
+from airflow_provider_kafkaspark.local.yarn_config import (
+    MAX_AM_ATTEMPTS,
+    NodeLayout,
+    NodeManagerPorts,
+    ResourceManagerPorts,
+    site_xml,
+    write_conf_dir,
+)
+
+RM = ResourceManagerPorts(client=18032, scheduler=18030, tracker=18031, admin=18033, web=18088)
+NM = NodeManagerPorts(containers=45454, localizer=18040, web=18042)
+
+
+def properties(path: Path) -> dict[str, str]:
+    root = ET.parse(path).getroot()
+    return {p.findtext("name") or "": p.findtext("value") or "" for p in root.iter("property")}
+
+
+def test_a_node_and_the_clients_agree_on_where_the_resource_manager_is(tmp_path: Path) -> None:
+    node = NodeLayout("10.9.0.3", NM, tmp_path / "local", tmp_path / "logs", 4096, 2)
+    client = properties(
+        write_conf_dir(tmp_path / "c", "10.9.0.2", RM, tmp_path, None) / "yarn-site.xml"
+    )
+    nm = properties(
+        write_conf_dir(tmp_path / "n", "10.9.0.2", RM, tmp_path, node) / "yarn-site.xml"
+    )
+    for name in ("address", "scheduler.address", "resource-tracker.address", "webapp.address"):
+        key = f"yarn.resourcemanager.{name}"
+        assert client[key] == nm[key] and client[key].startswith("10.9.0.2:")
+    assert nm["yarn.nodemanager.address"] == "10.9.0.3:45454"
+    assert nm["yarn.nodemanager.resource.memory-mb"] == "4096"
+    assert nm["yarn.nodemanager.local-dirs"] == str(tmp_path / "local")
+    # A PySpark driver's Python process counts against its container: no memory kills.
+    assert nm["yarn.nodemanager.pmem-check-enabled"] == "false"
+    assert nm["yarn.nodemanager.vmem-check-enabled"] == "false"
+    assert "yarn.nodemanager.address" not in client
+    # Spark's maxAppAttempts is clamped to the RM's cap.
+    assert int(client["yarn.resourcemanager.am.max-attempts"]) == MAX_AM_ATTEMPTS > 2
+
+
+def test_the_scheduler_has_a_queue_and_the_default_file_system_is_local(tmp_path: Path) -> None:
+    conf = write_conf_dir(tmp_path / "c", "127.0.0.1", RM, tmp_path / "tmp", None)
+    scheduler = properties(conf / "capacity-scheduler.xml")
+    assert scheduler["yarn.scheduler.capacity.root.queues"] == "default"
+    assert float(scheduler["yarn.scheduler.capacity.maximum-am-resource-percent"]) > 0.1
+    assert properties(conf / "core-site.xml")["fs.defaultFS"] == "file:///"
+    assert (conf / "log4j.properties").read_text().startswith("log4j.rootLogger=")
+
+
+def test_values_are_escaped() -> None:
+    text = site_xml({"a<b": "x&y", "flag": True})
+    root = ET.fromstring(text)
+    assert [(p.findtext("name"), p.findtext("value")) for p in root.iter("property")] == [
+        ("a<b", "x&y"),
+        ("flag", "true"),
+    ]
+
+
+def test_the_yarn_jars_are_resolved_only_when_asked_for() -> None:
+    assert "yarn" in jars.BUNDLES and "yarn" not in jars.DEFAULT_BUNDLES
+    artifacts = jars.BUNDLES["yarn"][0]
+    assert all(a.endswith(":3.4.1") for a in artifacts)
+    assert any("resourcemanager" in a for a in artifacts)
+    assert any("nodemanager" in a for a in artifacts)
