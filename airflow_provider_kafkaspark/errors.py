@@ -106,3 +106,11 @@ class ConsumerGroupActiveError(InvalidInputError):
 
 class KafkaRequestError(KafkaSparkError):
     """Kafka rejected a request for a reason that no more specific error covers."""
+
+
+class ClusterUnavailableError(KafkaSparkError):
+    """A cluster manager (a YARN ResourceManager) did not answer: refused, timed out."""
+
+
+class JobNotFoundError(InvalidInputError):
+    """A job reference names an application the cluster manager does not know."""

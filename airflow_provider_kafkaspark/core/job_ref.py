@@ -1,0 +1,131 @@
+"""Job references: what a submit returns and a stop, a health check or a restore takes, one
+type per deployment backend. A reference is plain data (native XCom, JSON for the CLI) and
+names where the driver runs in the backend's own terms: a host and pid for a local driver,
+an application id and its ResourceManager for YARN, a driver id and master for a standalone
+cluster. Checks that need no I/O (is this reference well formed, may this host kill that
+driver, is that YARN application this job's) are plain functions here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar, Literal
+
+from airflow_provider_kafkaspark.errors import InvalidArgumentError, RefusedError
+
+YARN_APPLICATION_ID = re.compile(r"^application_\d+_\d+$")
+
+
+@dataclass(frozen=True)
+class LocalJobRef:
+    """A driver started as a detached process on `host` (local mode, or client mode)."""
+
+    backend: ClassVar[Literal["local"]] = "local"
+    job_name: str
+    checkpoint: str
+    host: str
+    pid: int
+    log_file: str
+    master: str
+
+
+@dataclass(frozen=True)
+class YarnJobRef:
+    """A driver in a YARN application master (cluster deploy mode)."""
+
+    backend: ClassVar[Literal["yarn"]] = "yarn"
+    job_name: str
+    checkpoint: str
+    application_id: str
+    resource_manager: str  # the ResourceManager's web address: http://host:8088
+
+
+@dataclass(frozen=True)
+class StandaloneJobRef:
+    """A driver on a Spark standalone cluster, started in client mode by a local process."""
+
+    backend: ClassVar[Literal["standalone"]] = "standalone"
+    job_name: str
+    checkpoint: str
+    master: str
+    host: str
+    pid: int
+    log_file: str
+
+
+JobRef = LocalJobRef | YarnJobRef | StandaloneJobRef
+_TYPES: dict[str, type[LocalJobRef] | type[YarnJobRef] | type[StandaloneJobRef]] = {
+    "local": LocalJobRef,
+    "yarn": YarnJobRef,
+    "standalone": StandaloneJobRef,
+}
+
+
+def job_ref_to_dict(ref: JobRef) -> dict[str, Any]:
+    return {"backend": ref.backend, **asdict(ref)}
+
+
+def job_ref_from_dict(raw: Any, where: str = "job reference") -> JobRef:
+    """A reference from its dict form (an XCom value, a CLI argument); a clear error naming
+    the field that is missing, unknown or of the wrong kind."""
+    if not isinstance(raw, dict):
+        raise InvalidArgumentError(f"{where}: expected an object, got {type(raw).__name__}")
+    backend = raw.get("backend")
+    kind = _TYPES.get(str(backend))
+    if kind is None:
+        raise InvalidArgumentError(
+            f"{where}: backend {backend!r} is not one of {', '.join(_TYPES)}"
+        )
+    names = {f.name: f for f in fields(kind)}
+    missing = sorted(set(names) - set(raw))
+    if missing:
+        raise InvalidArgumentError(f"{where}: {backend} reference lacks {', '.join(missing)}")
+    unknown = sorted(set(raw) - set(names) - {"backend"})
+    if unknown:
+        raise InvalidArgumentError(
+            f"{where}: {backend} reference has unknown fields {', '.join(unknown)}"
+        )
+    values = {name: raw[name] for name in names}
+    for name, value in values.items():
+        wanted = int if names[name].type in ("int", int) else str
+        if not isinstance(value, wanted) or isinstance(value, bool):
+            raise InvalidArgumentError(f"{where}: {name} must be {wanted.__name__}, got {value!r}")
+    ref: JobRef = kind(**values)
+    if isinstance(ref, YarnJobRef) and not YARN_APPLICATION_ID.match(ref.application_id):
+        raise InvalidArgumentError(
+            f"{where}: application_id {ref.application_id!r} is not a YARN application id "
+            f"(application_<cluster timestamp>_<number>)"
+        )
+    return ref
+
+
+def require_backend(ref: JobRef, expected: str, action: str) -> None:
+    """Refuse a reference of another backend than the one asked to act on it."""
+    if ref.backend != expected:
+        raise InvalidArgumentError(
+            f"cannot {action} job {ref.job_name}: its reference is for the {ref.backend} "
+            f"backend, this is the {expected} backend"
+        )
+
+
+def check_local_kill(ref: LocalJobRef | StandaloneJobRef, this_host: str) -> None:
+    """A pid means something only on the host that started it: a force kill from another host
+    would signal whatever process has that number there."""
+    if ref.host != this_host:
+        raise RefusedError(
+            f"refusing to kill job {ref.job_name}: its driver is pid {ref.pid} on host "
+            f"{ref.host}, and this is host {this_host}; stop it gracefully (the stop request "
+            f"goes through its checkpoint) or kill it on {ref.host}"
+        )
+
+
+def check_yarn_application(ref: YarnJobRef, app: dict[str, Any]) -> None:
+    """The ResourceManager's record of `ref.application_id` (`/ws/v1/cluster/apps/{id}`'s
+    `app`) must be this job's: same name. A reference copied from another job's run must not
+    let a stop or kill reach that job."""
+    name = app.get("name")
+    if name != ref.job_name:
+        raise RefusedError(
+            f"YARN application {ref.application_id} at {ref.resource_manager} is "
+            f"{name!r}, not job {ref.job_name!r}: refusing to act on it"
+        )
