@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo demo-s3 test unit integration e2e lint bench chaos chaos-short soak clean
+.PHONY: setup setup-cluster demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
 
 setup:
 	bash scripts/setup.sh
@@ -28,6 +28,14 @@ integration: setup
 
 e2e: setup
 	$(PY) -m pytest tests/e2e -ra
+
+# The cluster stack on top of setup: the YARN daemons' jars (about 80 MB from Maven Central).
+setup-cluster: setup
+	$(VENV)/bin/kafkaspark local jars resolve --with yarn | sed 's/^/setup: jars /'
+
+# Drivers on a real YARN cluster (ResourceManager and NodeManager from the jars above).
+e2e-cluster: setup-cluster
+	$(PY) -m pytest tests/cluster -ra
 
 lint: setup
 	$(VENV)/bin/ruff check .

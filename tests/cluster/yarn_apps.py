@@ -1,0 +1,64 @@
+"""Tiny PySpark applications submitted to the local YARN cluster in cluster deploy mode."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster
+
+APP = """\
+import sys, time
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+total = spark.range(1000).selectExpr("sum(id) as s").collect()[0]["s"]
+open(sys.argv[1], "a").write(f"{total}\\n")
+time.sleep(float(sys.argv[2]))
+spark.stop()
+"""
+
+
+def submit(
+    cluster: LocalYarnCluster, workdir: Path, name: str, out: Path, linger_s: float, attempts: int
+) -> str:
+    """spark-submit the app (not waiting for it); returns its YARN application id."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    workdir.mkdir(parents=True, exist_ok=True)
+    app = workdir / "app.py"
+    app.write_text(APP)
+    lib = home / "python" / "lib"
+    py4j = next(lib.glob("py4j-*-src.zip"))
+    env = {
+        **os.environ,
+        **cluster.client_environment(),
+        "SPARK_HOME": str(home),
+        # pyspark's own archives, used in place (local:) rather than uploaded each submit.
+        "PYSPARK_ARCHIVES_PATH": f"local:{lib / 'pyspark.zip'},local:{py4j}",
+    }
+    conf = {
+        "spark.yarn.jars": f"local:{home / 'jars'}/*",
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.yarn.stagingDir": f"file://{workdir / 'staging'}",
+        "spark.driver.memory": "512m",
+        "spark.executor.memory": "512m",
+        "spark.executor.instances": "1",
+        "spark.yarn.maxAppAttempts": str(attempts),
+        "spark.yarn.submit.waitAppCompletion": "false",
+    }
+    command = [str(home / "bin" / "spark-submit"), "--master", "yarn"]
+    command += ["--deploy-mode", "cluster", "--name", name]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    command += [str(app), str(out), str(linger_s)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    output = done.stdout + done.stderr
+    found = re.findall(r"application_\d+_\d+", output)
+    if done.returncode != 0 or not found:
+        raise RuntimeError(f"spark-submit failed ({done.returncode}):\n{output[-4000:]}")
+    return str(found[-1])
