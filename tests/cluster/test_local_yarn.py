@@ -61,7 +61,9 @@ def application_master_pids(app_id: str) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             command = proc_cmdline(int(entry.name))
-            if b"yarn.ApplicationMaster" in command and app_id.encode() in command:
+            # The JVM itself, not the container's launch script that started it.
+            is_java = command.split(b"\0", 1)[0].endswith(b"/java")
+            if is_java and b"yarn.ApplicationMaster" in command and app_id.encode() in command:
                 found.append(int(entry.name))
     return found
 
