@@ -204,14 +204,13 @@ class ControlFolder:
     # -- generic --------------------------------------------------------------------
 
     def _read(self, name: str, kind: type[T]) -> T | None:
-        if not self.location.exists(name):
-            return None
+        """The file's value, or None when it is absent: read straight away rather than after
+        an existence check, which on an object store cost a request of its own and could see
+        a file (a lease being released) that was gone by the read."""
         where = self.location.describe(name)
         try:
             raw = json.loads(self.location.read_text(name))
         except StorageNotFoundError:
-            # Removed between the check and the read: a driver released its lease, or a
-            # stop request was taken. Absent now is the answer.
             return None
         except json.JSONDecodeError as exc:
             raise ControlFileError(f"{where}: not JSON ({exc.msg})") from exc

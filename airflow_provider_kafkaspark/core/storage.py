@@ -140,27 +140,29 @@ class Location:
             return []
         return sorted(posixpath.basename(str(e).rstrip("/")) for e in entries)
 
-    def walk_files(self, *parts: str) -> Iterator[tuple[str, int]]:
-        """(path relative to this location, size) of every file under a folder."""
+    def _listing(self, *parts: str) -> dict[str, dict[str, Any]]:
+        """Every entry under a folder (full path -> fsspec info); empty when it is absent."""
         base = self.path(*parts)
         if not self.fs.exists(base):
-            return
+            return {}
         found: dict[str, dict[str, Any]] = self.fs.find(base, detail=True)
-        for full, info in sorted(found.items()):
+        return found
+
+    def walk_files(self, *parts: str) -> Iterator[tuple[str, int]]:
+        """(path relative to this location, size) of every file under a folder."""
+        for full, info in sorted(self._listing(*parts).items()):
             # An empty object named `folder/` is a directory marker (Hadoop's S3A writes
             # them), not a file: copying it as one would make a file named like the folder.
-            if info.get("type") == "directory" or str(full).endswith("/"):
+            if info.get("type") == "directory" or _is_marker(full):
                 continue
             yield posixpath.relpath(_strip(full), _strip(self.root)), int(info.get("size") or 0)
 
     def folder_markers(self, *parts: str) -> list[str]:
         """Full paths of the empty `folder/` objects under a folder (Hadoop's S3A writes them;
         local disk has none)."""
-        base = self.path(*parts)
-        if self.on_local_disk or not self.fs.exists(base):
+        if self.on_local_disk:
             return []
-        found: dict[str, dict[str, Any]] = self.fs.find(base, detail=True)
-        return sorted(str(full) for full in found if str(full).endswith("/"))
+        return sorted(str(full) for full in self._listing(*parts) if _is_marker(full))
 
     def checksum(self, *parts: str) -> str:
         digest = hashlib.sha256()
@@ -185,6 +187,11 @@ class Location:
 
 def _strip(path: str) -> str:
     return path.rstrip("/")
+
+
+def _is_marker(full: object) -> bool:
+    """An object store entry named `folder/`: a directory marker, not a file."""
+    return str(full).endswith("/")
 
 
 def _unreachable(exc: BaseException) -> bool:
