@@ -18,6 +18,11 @@ ACTIVE_STATES = frozenset({"NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNIN
 TIMEOUT_S = 10.0
 
 
+def get(resource_manager: str, path: str) -> dict[str, Any]:
+    """GET a resource of a ResourceManager's REST API (`/ws/v1/cluster/...`) as JSON."""
+    return _call(f"{resource_manager.rstrip('/')}{path}")
+
+
 def _call(url: str, method: str = "GET", body: dict[str, Any] | None = None) -> dict[str, Any]:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(
@@ -39,7 +44,11 @@ def _call(url: str, method: str = "GET", body: dict[str, Any] | None = None) -> 
         raise ClusterUnavailableError(
             f"{url}: the ResourceManager did not answer ({reason})"
         ) from None
-    result: dict[str, Any] = json.loads(raw)
+    try:
+        result: dict[str, Any] = json.loads(raw)
+    except ValueError:
+        # A ResourceManager still starting may answer with a page instead of JSON.
+        raise ClusterUnavailableError(f"{url}: the answer is not JSON: {raw[:200]!r}") from None
     return result
 
 

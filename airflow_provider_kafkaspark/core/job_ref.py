@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, RefusedError
 
@@ -20,7 +20,7 @@ YARN_APPLICATION_ID = re.compile(r"^application_\d+_\d+$")
 class LocalJobRef:
     """A driver started as a detached process on `host` (local mode, or client mode)."""
 
-    backend: ClassVar[Literal["local"]] = "local"
+    backend: ClassVar[str] = "local"
     job_name: str
     checkpoint: str
     host: str
@@ -33,7 +33,7 @@ class LocalJobRef:
 class YarnJobRef:
     """A driver in a YARN application master (cluster deploy mode)."""
 
-    backend: ClassVar[Literal["yarn"]] = "yarn"
+    backend: ClassVar[str] = "yarn"
     job_name: str
     checkpoint: str
     application_id: str
@@ -41,16 +41,11 @@ class YarnJobRef:
 
 
 @dataclass(frozen=True)
-class StandaloneJobRef:
-    """A driver on a Spark standalone cluster, started in client mode by a local process."""
+class StandaloneJobRef(LocalJobRef):
+    """A driver on a Spark standalone cluster: a client-mode driver is a local process of
+    `host`, so the reference is a local one under its own backend name."""
 
-    backend: ClassVar[Literal["standalone"]] = "standalone"
-    job_name: str
-    checkpoint: str
-    master: str
-    host: str
-    pid: int
-    log_file: str
+    backend: ClassVar[str] = "standalone"
 
 
 JobRef = LocalJobRef | YarnJobRef | StandaloneJobRef
@@ -108,7 +103,7 @@ def require_backend(ref: JobRef, expected: str, action: str) -> None:
         )
 
 
-def check_local_kill(ref: LocalJobRef | StandaloneJobRef, this_host: str) -> None:
+def check_local_kill(ref: LocalJobRef, this_host: str) -> None:
     """A pid means something only on the host that started it: a force kill from another host
     would signal whatever process has that number there."""
     if ref.host != this_host:

@@ -16,13 +16,17 @@ import os
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.errors import LocalStackError, PortInUseError
+from airflow_provider_kafkaspark.backends import yarn_rest
+from airflow_provider_kafkaspark.errors import (
+    ClusterUnavailableError,
+    LocalStackError,
+    PortInUseError,
+)
 from airflow_provider_kafkaspark.local.jars import find_java, yarn_classpath
 from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
 from airflow_provider_kafkaspark.local.process import server_running
@@ -61,10 +65,12 @@ def java_home() -> Path:
     return find_java().resolve().parents[1]
 
 
-def daemon_command(main_class: str, conf_dir: Path, log_dir: Path, heap_mb: int) -> list[str]:
+def daemon_command(
+    java: Path, main_class: str, conf_dir: Path, log_dir: Path, heap_mb: int
+) -> list[str]:
     classpath = os.pathsep.join([str(conf_dir), *(str(j) for j in yarn_classpath())])
     return [
-        str(java_home() / "bin" / "java"),
+        str(java / "bin" / "java"),
         f"-Xmx{heap_mb}m",
         *JAVA17_OPTIONS,
         "-Djava.net.preferIPv4Stack=true",
@@ -77,19 +83,10 @@ def daemon_command(main_class: str, conf_dir: Path, log_dir: Path, heap_mb: int)
     ]
 
 
-def rest_get(web: str, path: str, timeout: float = 5.0) -> dict[str, Any]:
-    """GET a ResourceManager REST resource (`/ws/v1/cluster/...`) as JSON."""
-    request = urllib.request.Request(f"{web}{path}", headers={"Accept": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        data: dict[str, Any] = json.loads(response.read().decode())
-    return data
-
-
 @dataclass
 class _ClusterState:
     host: str
     rm: ResourceManagerPorts
-    nm: NodeManagerPorts
     memory_mb: int
     vcores: int
     pids: dict[str, int | None] = field(default_factory=dict)
@@ -99,7 +96,6 @@ class _ClusterState:
         return cls(
             host=raw["host"],
             rm=ResourceManagerPorts(**raw["rm"]),
-            nm=NodeManagerPorts(**raw["nm"]),
             memory_mb=raw["memory_mb"],
             vcores=raw["vcores"],
             pids=dict(raw.get("pids", {})),
@@ -134,7 +130,6 @@ class LocalYarnCluster:
                     admin=free_port(),
                     web=rm_web_port or free_port(),
                 ),
-                nm=NodeManagerPorts(containers=free_port(), localizer=free_port(), web=free_port()),
                 memory_mb=memory_mb,
                 vcores=vcores,
             )
@@ -167,13 +162,11 @@ class LocalYarnCluster:
                     f"local YARN in {self.base_dir}: the ResourceManager's {name} port {port} "
                     f"is in use on {self._state.host}"
                 )
-        self._state.nm = NodeManagerPorts(
-            containers=free_port(), localizer=free_port(), web=free_port()
-        )
         host = self._state.host
+        # The NodeManager's ports mean nothing to clients: fresh free ones at each start.
         node = NodeLayout(
             host=host,
-            ports=self._state.nm,
+            ports=NodeManagerPorts(containers=free_port(), localizer=free_port(), web=free_port()),
             local_dirs=self.base_dir / "nm" / "local",
             log_dirs=self.base_dir / "nm" / "logs",
             memory_mb=self._state.memory_mb,
@@ -218,8 +211,8 @@ class LocalYarnCluster:
 
     def running_nodes(self) -> int:
         try:
-            nodes = rest_get(self.web_url, "/ws/v1/cluster/nodes").get("nodes") or {}
-        except (OSError, ValueError):
+            nodes = yarn_rest.get(self.web_url, "/ws/v1/cluster/nodes").get("nodes") or {}
+        except ClusterUnavailableError:
             return 0
         return sum(1 for n in nodes.get("node", []) if n.get("state") == "RUNNING")
 
@@ -252,10 +245,11 @@ class LocalYarnCluster:
     def _spawn(self, name: str, main_class: str, conf_dir: Path, heap_mb: int) -> None:
         log_dir = self.base_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "JAVA_HOME": str(java_home()), "HADOOP_CONF_DIR": str(conf_dir)}
+        java = java_home()
+        env = {**os.environ, "JAVA_HOME": str(java), "HADOOP_CONF_DIR": str(conf_dir)}
         with open(log_dir / f"{name}.out", "ab") as out:
             proc = subprocess.Popen(
-                daemon_command(main_class, conf_dir, log_dir, heap_mb),
+                daemon_command(java, main_class, conf_dir, log_dir, heap_mb),
                 cwd=self.base_dir,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -269,12 +263,12 @@ class LocalYarnCluster:
 
     def _rm_answers(self) -> bool:
         try:
-            rest_get(self.web_url, "/ws/v1/cluster/info")
-        except (OSError, ValueError):
+            yarn_rest.get(self.web_url, "/ws/v1/cluster/info")
+        except ClusterUnavailableError:
             return False
         return True
 
-    def _wait(self, timeout: float, what: str, ready: Any) -> None:
+    def _wait(self, timeout: float, what: str, ready: Callable[[], bool]) -> None:
         deadline = time.monotonic() + timeout
         for _ in range(int(timeout / 0.5) + 1):
             for name in self._state.pids:

@@ -9,6 +9,7 @@ import pytest
 
 from airflow_provider_kafkaspark.core.job_ref import (
     LocalJobRef,
+    StandaloneJobRef,
     YarnJobRef,
     check_local_kill,
     check_yarn_application,
@@ -19,10 +20,13 @@ from airflow_provider_kafkaspark.core.job_ref import (
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, RefusedError
 
 LOCAL = LocalJobRef("ip_count", "s3://b/cp", "worker-1", 4242, "/tmp/d.log", "local[2]")
+STANDALONE = StandaloneJobRef(
+    "ip_count", "s3://b/cp", "worker-1", 4242, "/tmp/d.log", "spark://m:7077"
+)
 YARN = YarnJobRef("ip_count", "s3://b/cp", "application_1700000000000_0007", "http://rm:8088")
 
 
-@pytest.mark.parametrize("ref", [LOCAL, YARN])
+@pytest.mark.parametrize("ref", [LOCAL, STANDALONE, YARN])
 def test_a_reference_survives_its_dict_form(ref: Any) -> None:
     raw = job_ref_to_dict(ref)
     assert raw["backend"] == ref.backend
@@ -59,6 +63,8 @@ def test_a_reference_of_another_backend_is_refused() -> None:
     require_backend(YARN, "yarn", "stop")
     with pytest.raises(InvalidArgumentError, match="reference is for the local backend"):
         require_backend(LOCAL, "yarn", "stop")
+    with pytest.raises(InvalidArgumentError, match="reference is for the standalone backend"):
+        require_backend(STANDALONE, "local", "stop")
 
 
 def test_a_pid_is_killed_only_on_its_own_host() -> None:
