@@ -415,7 +415,7 @@ def run_backfill(
             text=True,
             timeout=timeout_s,
             check=False,
-            env={**driver_environment(), **python_env()},
+            env={**driver_environment(), **python_env(master)},
         )
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])

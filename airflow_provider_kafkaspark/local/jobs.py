@@ -92,7 +92,7 @@ def start_local_job(
     log_file = spec_file.with_name(spec_file.name.replace(".spec.json", ".log"))
     work_dir = spec_file.with_name(spec_file.name.replace(".spec.json", ".work"))
     work_dir.mkdir(exist_ok=True)
-    child_env = {**driver_environment(), **python_env(), **(env or {})}
+    child_env = {**driver_environment(), **python_env(master), **(env or {})}
     python_path = driver_python_path(
         spec, _absolute_entries(child_env.get("PYTHONPATH"), caller_dir)
     )

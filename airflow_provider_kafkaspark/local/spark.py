@@ -1,4 +1,5 @@
-"""A local-mode SparkSession with the Kafka connector jars on its classpath."""
+"""SparkSessions whose driver runs in this process (local mode, or client mode against a
+cluster), with the Kafka connector jars on their classpath."""
 
 from __future__ import annotations
 
@@ -16,18 +17,32 @@ from airflow_provider_kafkaspark.versions import SPARK_VERSION
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-# Small local defaults: 2 cores, few shuffle partitions, no UI port to collide on.
-LOCAL_DEFAULTS: dict[str, str] = {
-    "spark.sql.shuffle.partitions": "2",
-    "spark.ui.enabled": "false",
+# Every driver's session: UTC event time, a graceful stop on SIGTERM, no progress bars in logs.
+SESSION_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
-    "spark.driver.memory": "1g",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
     "spark.ui.showConsoleProgress": "false",
-    # Loopback only: the local stack must not depend on how the host name resolves.
+}
+# Only for a `local[...]` master, where the whole job is one process on this machine: few
+# shuffle partitions, no UI port to collide on, and loopback only (the local stack must not
+# depend on how the host name resolves). On a cluster the driver must be reachable from its
+# executors, so none of this applies there.
+LOCAL_MODE_DEFAULTS: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "1g",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
 }
+
+
+def is_local_master(master: str) -> bool:
+    """`local`, `local[2]`, `local[*]`, `local[2,3]`: Spark's in-process masters."""
+    return master == "local" or master.startswith("local[")
+
+
+def session_defaults(master: str) -> dict[str, str]:
+    return {**SESSION_DEFAULTS, **(LOCAL_MODE_DEFAULTS if is_local_master(master) else {})}
 
 
 def check_pyspark_version() -> str:
@@ -43,13 +58,13 @@ def check_pyspark_version() -> str:
     return found
 
 
-def python_env() -> dict[str, str]:
-    """The variables that make Spark run this interpreter on loopback."""
-    return {
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-    }
+def python_env(master: str) -> dict[str, str]:
+    """The variables that make Spark run this interpreter, and, for a `local[...]` master
+    only, bind to loopback."""
+    env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    if is_local_master(master):
+        env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    return env
 
 
 def spark_jars_option(jars_dir: Path | None = None, *, s3a: bool = False) -> str:
@@ -67,16 +82,17 @@ def local_spark_session(
     jars_dir: Path | None = None,
     s3a: bool = False,
 ) -> SparkSession:
-    """A SparkSession in local mode that can read and write Kafka (and S3 with `s3a`)."""
+    """A SparkSession whose driver runs in this process, with the Kafka connector (and, with
+    `s3a`, Hadoop's S3A) jars: in local mode, or in client mode against a cluster's master."""
     find_java()
     check_pyspark_version()
     jars = spark_jars_option(jars_dir, s3a=s3a)
-    for key, value in python_env().items():
+    for key, value in python_env(master).items():
         os.environ.setdefault(key, value)
 
     from pyspark.sql import SparkSession
 
-    settings = {**LOCAL_DEFAULTS, **(conf or {})}
+    settings = {**session_defaults(master), **(conf or {})}
     fast = fast_java_options("spark", jars_dir)
     if fast:
         # pyspark hands these to spark-submit, which starts the driver JVM with them.
