@@ -135,18 +135,23 @@ def test_client_mode_on_a_standalone_cluster(
     flush_ms = max(e.event_time_ms for e in events) + 60_000
     produce_events(bootstrap, source, [*events, AccessEvent("255.255.255.255", flush_ms, "/", 200)])
     checkpoint = str(tmp_path / "checkpoint")
-    spec = JobSpec.from_dict(
-        job_spec_dict(
-            bootstrap_servers=bootstrap,
-            checkpoint=checkpoint,
-            job_name="standalone",
-            source_topic=source,
-            sink_topic=sink,
-            trigger_interval="1 second",
-            max_offsets_per_trigger=1_000,
-        )
+    raw = job_spec_dict(
+        bootstrap_servers=bootstrap,
+        checkpoint=checkpoint,
+        job_name="standalone",
+        source_topic=source,
+        sink_topic=sink,
+        trigger_interval="1 second",
+        max_offsets_per_trigger=1_000,
     )
-    driver = start_local_job(spec, tmp_path / "driver", master=master_url)
+    # What the job's author sizes for a cluster (no local-mode defaults apply off local[...]):
+    # few shuffle partitions for this small job, and a driver address the worker reaches (the
+    # cluster here is on loopback).
+    raw["spark_conf"] = {"spark.sql.shuffle.partitions": "2", "spark.driver.host": "127.0.0.1"}
+    spec = JobSpec.from_dict(raw)
+    driver = start_local_job(
+        spec, tmp_path / "driver", master=master_url, env={"SPARK_LOCAL_IP": "127.0.0.1"}
+    )
     kafka = KafkaFacade({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + 300
     while True:
