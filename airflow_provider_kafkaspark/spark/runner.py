@@ -177,8 +177,11 @@ def build_session(spec: JobSpec, master: str | None) -> SparkSession:
         return local_spark_session(spec.job_name, master=master, conf=conf, s3a=s3a)
     from pyspark.sql import SparkSession
 
+    from airflow_provider_kafkaspark.spark.session import SESSION_DEFAULTS
+
+    # spark-submit's master (a cluster): the settings every driver gets, none of local mode's.
     builder = SparkSession.builder.appName(spec.job_name)
-    for key, value in conf.items():
+    for key, value in {**SESSION_DEFAULTS, **conf}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_kafkaspark.local.spark import is_local_master, python_env, session_defaults
+from airflow_provider_kafkaspark.local.spark import python_env
+from airflow_provider_kafkaspark.spark.session import is_local_master, session_defaults
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[2,3]"])
