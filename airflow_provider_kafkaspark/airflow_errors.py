@@ -5,6 +5,7 @@ and deferral callback.
   authentication and authorization, and refusals (a live lease, a restore that verification
   or reconciliation blocks, a stop that would need a forced kill that is not allowed) ->
   `AirflowFailException`, so Airflow does not retry what cannot succeed.
+- A submit asked to skip a running job -> `AirflowSkipException`.
 - Kafka unavailable, and any other error of this package -> `AirflowException`, which
   Airflow retries as the task's `retries` say.
 
@@ -16,9 +17,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError, RefusedError
+from airflow_provider_kafkaspark.errors import (
+    InvalidInputError,
+    JobSkippedError,
+    KafkaSparkError,
+    RefusedError,
+)
 
 PERMANENT: tuple[type[KafkaSparkError], ...] = (InvalidInputError, RefusedError)
 
@@ -29,6 +35,8 @@ def is_permanent(exc: BaseException) -> bool:
 
 def to_airflow(exc: KafkaSparkError, what: str) -> AirflowException:
     message = f"{what}: {exc}" if what else str(exc)
+    if isinstance(exc, JobSkippedError):
+        return AirflowSkipException(message)
     if is_permanent(exc):
         return AirflowFailException(message)
     return AirflowException(message)

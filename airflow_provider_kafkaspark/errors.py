@@ -114,3 +114,7 @@ class ClusterUnavailableError(KafkaSparkError):
 
 class JobNotFoundError(InvalidInputError):
     """A job reference names an application the cluster manager does not know."""
+
+
+class JobSkippedError(KafkaSparkError):
+    """A submit found its job running and was asked to leave it be (if_running='skip')."""

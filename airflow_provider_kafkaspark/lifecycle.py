@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import signal
+import socket
 import time
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.control import (
@@ -25,6 +23,7 @@ from airflow_provider_kafkaspark.core.control import (
     now_ms,
     start_pending,
 )
+from airflow_provider_kafkaspark.core.job_ref import JobRef, LocalJobRef, job_ref_to_dict
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.offsets import (
     TopicOffsets,
@@ -48,7 +47,10 @@ from airflow_provider_kafkaspark.errors import (
     RefusedError,
     SavepointError,
 )
-from airflow_provider_kafkaspark.local.process import holder_gone, pid_alive
+from airflow_provider_kafkaspark.local.process import holder_gone, reap
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +179,47 @@ def starting_driver(checkpoint: str) -> SubmittedMarker | None:
     return None
 
 
+def submit_job(backend: JobBackend, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+    """Start the job's driver through `backend` and return a small, durable handle: the job
+    reference (`job_ref`, what stop and health take) and the batch it starts after.
+
+    The caller has observed that no live driver holds the checkpoint's lease."""
+    since = latest_committed(spec.checkpoint_location)
+    control = ControlFolder(spec.checkpoint_location)
+    if control.read_stop_request() is not None:
+        # No live driver holds the lease (checked by the caller): whoever this request was
+        # for is gone, and the new driver would stop at once.
+        log.info("clearing a stop request left by an earlier driver")
+        control.clear_stop_request()
+    submitted_at = now_ms()
+    submitted = backend.submit(spec, options)
+    ref = submitted.ref
+    control.write_submitted(
+        SubmittedMarker(
+            submitted_at_ms=submitted_at,
+            job_name=spec.job_name,
+            submitted_by=options.submitted_by,
+            host=socket.gethostname(),
+            pid=ref.pid if isinstance(ref, LocalJobRef) else None,
+            log_file=ref.log_file if isinstance(ref, LocalJobRef) else None,
+        )
+    )
+    handle: dict[str, Any] = {
+        **submitted.details,
+        "mode": ref.backend,
+        "job_name": spec.job_name,
+        "checkpoint": spec.checkpoint_location,
+        "job_ref": job_ref_to_dict(ref),
+        "since_batch": since,
+    }
+    if isinstance(ref, LocalJobRef):
+        # What `pid` is: the supervisor that restarts the driver, or the runner that is the
+        # driver (no restart policy). Either way its signals reach the driver.
+        role = "supervisor" if options.restart_policy is not None else "driver"
+        handle["pid_role"] = role
+    return handle
+
+
 def submit_local(
     spec: JobSpec,
     workdir: str,
@@ -186,39 +229,33 @@ def submit_local(
     submitted_by: str = "kafkaspark",
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Start the job's driver as a detached local process; the handle is small and durable.
+    """`submit_job` with a driver process on this host (local mode or client mode)."""
+    from airflow_provider_kafkaspark.backends.base import SubmitOptions
+    from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
 
-    The handle's `pid` is the launcher's (the supervisor with a restart policy, else the
-    runner): signalling it reaches the driver; the driver's own pid is in the lease."""
-    import socket
-
-    from airflow_provider_kafkaspark.local.jobs import start_local_job
-
-    since = latest_committed(spec.checkpoint_location)
-    control = ControlFolder(spec.checkpoint_location)
-    if control.read_stop_request() is not None:
-        # No live driver holds the lease (checked by the caller): whoever this request was
-        # for is gone, and the new driver would stop at once.
-        log.info("clearing a stop request left by an earlier driver")
-        control.clear_stop_request()
-    submitted_at = now_ms()
-    handle = start_local_job(
-        spec, Path(workdir), master=master, restart_policy=restart_policy, env=env
+    backend = StandaloneBackend(master) if master.startswith("spark://") else LocalBackend(master)
+    options = SubmitOptions(
+        workdir=workdir, submitted_by=submitted_by, restart_policy=restart_policy, env=env or {}
     )
-    control.write_submitted(
-        SubmittedMarker(
-            submitted_at_ms=submitted_at,
-            job_name=spec.job_name,
-            submitted_by=submitted_by,
-            host=socket.gethostname(),
-            pid=handle.pid,
-            log_file=handle.log_file,
-        )
-    )
-    # What `pid` is: the supervisor that restarts the driver, or the runner that is the
-    # driver (no restart policy). Either way its signals reach the driver.
-    role = "supervisor" if restart_policy is not None else "driver"
-    return {"mode": "local", **handle.to_dict(), "pid_role": role, "since_batch": since}
+    return submit_job(backend, spec, options)
+
+
+def driver_alive(ref: JobRef | None) -> bool:
+    """Whether the driver `ref` names is alive, as its backend sees it. A local driver of
+    another host cannot be seen from here: not alive here, the lease decides. Errors of the
+    backend (an unreachable ResourceManager, an application of another job) propagate."""
+    if ref is None:
+        return False
+    from airflow_provider_kafkaspark.backends import driver_status
+
+    return driver_status(ref).alive is True
+
+
+def local_ref(checkpoint: str, pid: int | None, job_name: str = "") -> LocalJobRef | None:
+    """A reference for a driver known only by its pid on this host (older handles, tests)."""
+    if not pid:
+        return None
+    return LocalJobRef(job_name, checkpoint, socket.gethostname(), pid, "", "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,7 +274,7 @@ def begin_stop(
     requested_by: str,
     reason: str,
     drain_timeout_s: float,
-    pid: int | None = None,
+    ref: JobRef | None = None,
 ) -> StopStarted | None:
     """Write a stop request; None when no driver runs or is starting (nothing to stop).
 
@@ -246,7 +283,7 @@ def begin_stop(
     from airflow_provider_kafkaspark.local.jobs import request_stop
 
     wait_s = drain_timeout_s + STOP_GRACE_S
-    if live_lease(checkpoint) is None and not pid_alive(pid):
+    if live_lease(checkpoint) is None and not driver_alive(ref):
         marker = starting_driver(checkpoint)
         if marker is None:
             log.info("no live driver on %s: nothing to stop", checkpoint)
@@ -264,16 +301,18 @@ def begin_stop(
     return StopStarted(request, wait_s)
 
 
-def check_stop(checkpoint: str, requested_at_ms: int, pid: int | None) -> StoppedReport | None:
+def check_stop(
+    checkpoint: str, requested_at_ms: int, ref: JobRef | None = None
+) -> StoppedReport | None:
     """The stopped report answering a request made at `requested_at_ms`, or None while the
     driver drains or starts; raises when the driver is gone without one. The report is
     written before the lease is released, so the checkpoint is free once it is there."""
     control = ControlFolder(checkpoint)
     stopped = control.read_stopped()
     if stopped is not None and stopped.stopped_at_ms >= requested_at_ms:
-        _wait_gone(pid, 30)
+        _wait_gone(ref, 30)
         return stopped
-    if live_lease(checkpoint) is None and not pid_alive(pid) and not starting_driver(checkpoint):
+    if live_lease(checkpoint) is None and not driver_alive(ref) and not starting_driver(checkpoint):
         # The driver writes its report before it drops the lease: with the lease gone, a report
         # written since the first read is there now.
         stopped = control.read_stopped()
@@ -290,16 +329,26 @@ def _log_hint(checkpoint: str) -> str:
     return f" (driver log: {marker.log_file})" if marker and marker.log_file else ""
 
 
-def force_stop(checkpoint: str, drain_timeout_s: float, pid: int | None, allowed: bool) -> None:
-    """After the drain bound: kill the driver's process group if allowed, else refuse."""
-    if not (allowed and pid):
+def force_stop(checkpoint: str, drain_timeout_s: float, ref: JobRef | None, allowed: bool) -> None:
+    """After the drain bound: kill the driver `ref` names through its backend if allowed
+    (a local process group on its own host, a YARN application), else refuse."""
+    from airflow_provider_kafkaspark.backends import kill_driver
+
+    if not (allowed and ref is not None):
         raise StopTimeoutError(
             f"{checkpoint}: the driver did not stop within {drain_timeout_s:g}s and a forced "
-            f"kill is not allowed"
+            f"kill is "
+            + ("not allowed" if not allowed else "impossible: no job reference names the driver")
         )
-    log.warning("driver pid %d did not stop in time: killing its process group", pid)
-    os.killpg(pid, signal.SIGKILL)
-    _wait_gone(pid, 30)
+    log.warning("driver of %s did not stop in time: killing %s", checkpoint, describe_ref(ref))
+    kill_driver(ref)
+    _wait_gone(ref, 30)
+
+
+def describe_ref(ref: JobRef) -> str:
+    if isinstance(ref, LocalJobRef):
+        return f"{ref.backend} driver pid {ref.pid} on {ref.host}"
+    return f"YARN application {ref.application_id} at {ref.resource_manager}"
 
 
 def stop_job(
@@ -308,29 +357,32 @@ def stop_job(
     requested_by: str,
     reason: str,
     drain_timeout_s: float,
+    ref: JobRef | None = None,
     pid: int | None = None,
     allow_force_kill: bool = False,
     poll_s: float = 1.0,
 ) -> StoppedReport | None:
     """Ask the driver to stop and wait for its stopped report; kill it only if allowed.
+    The driver is named by `ref`, or by `pid` for a process of this host.
 
     Returns None when no driver was running or it had to be killed."""
+    ref = ref or local_ref(checkpoint, pid)
     started = begin_stop(
         checkpoint,
         requested_by=requested_by,
         reason=reason,
         drain_timeout_s=drain_timeout_s,
-        pid=pid,
+        ref=ref,
     )
     if started is None:
         return None
     deadline = time.monotonic() + started.wait_s
     while time.monotonic() < deadline:
-        stopped = check_stop(checkpoint, started.request.requested_at_ms, pid)
+        stopped = check_stop(checkpoint, started.request.requested_at_ms, ref)
         if stopped is not None:
             return stopped
         time.sleep(poll_s)
-    force_stop(checkpoint, drain_timeout_s, pid, allow_force_kill)
+    force_stop(checkpoint, drain_timeout_s, ref, allow_force_kill)
     return None
 
 
@@ -342,13 +394,12 @@ def savepoint_after_stop(
     )
 
 
-def _wait_gone(pid: int | None, timeout_s: float) -> None:
+def _wait_gone(ref: JobRef | None, timeout_s: float) -> None:
+    """Bounded wait for the driver's end (a local child is reaped on the way)."""
     deadline = time.monotonic() + timeout_s
-    while pid_alive(pid) and time.monotonic() < deadline:
-        try:
-            os.waitpid(pid or 0, os.WNOHANG)  # reap it if it is our child
-        except ChildProcessError:
-            pass
+    while driver_alive(ref) and time.monotonic() < deadline:
+        if isinstance(ref, LocalJobRef) and ref.host == socket.gethostname():
+            reap(ref.pid)
         time.sleep(0.2)
 
 

@@ -282,13 +282,13 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
             requested_by="benchmark:restart_window",
             reason="restart window",
             drain_timeout_s=DRAIN_TIMEOUT_S,
-            pid=handle.pid,
+            ref=handle.to_ref(),
         )
         if started is None:
             raise RuntimeError(f"{name}: no live driver to stop")
         deadline = time.monotonic() + started.wait_s
         cp = str(job.checkpoint)
-        while (stopped := check_stop(cp, started.request.requested_at_ms, handle.pid)) is None:
+        while (stopped := check_stop(cp, started.request.requested_at_ms, handle.to_ref())) is None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name}: driver {handle.pid} did not stop")
             time.sleep(setup.poll_s)

@@ -124,3 +124,41 @@ def check_yarn_application(ref: YarnJobRef, app: dict[str, Any]) -> None:
             f"YARN application {ref.application_id} at {ref.resource_manager} is "
             f"{name!r}, not job {ref.job_name!r}: refusing to act on it"
         )
+
+
+def ref_from_handle(
+    handle: dict[str, Any] | None, *, job_name: str, checkpoint: str, host: str, where: str
+) -> JobRef | None:
+    """The job reference in a submit's handle (its `job_ref`), a reference itself, or, for a
+    handle that names only a `pid` (older submits), a local reference on `host`. None when the
+    handle names no driver. Errors name `where` and the field."""
+    if handle is None:
+        return None
+    if "backend" in handle:
+        return job_ref_from_dict(handle, where)
+    if handle.get("job_ref") is not None:
+        return job_ref_from_dict(handle["job_ref"], f"{where}.job_ref")
+    pid = handle.get("pid")
+    if pid is None or pid == "":
+        return None
+    if isinstance(pid, bool):
+        raise InvalidArgumentError(f"{where}.pid {pid!r} is not a process id")
+    try:
+        number = int(pid)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"{where}.pid {str(pid)[:40]!r} is not a process id") from None
+    if number < 0:
+        raise InvalidArgumentError(f"{where}.pid {number} is not a process id")
+    if number == 0:
+        return None
+    return LocalJobRef(job_name, checkpoint, host, number, str(handle.get("log_file") or ""), "")
+
+
+def check_ref_names(ref: JobRef, *, job_name: str, checkpoint: str, where: str) -> None:
+    """A reference must name the job and checkpoint being acted on: one copied from another
+    job's submit must not let this stop kill that job's driver."""
+    if ref.job_name != job_name or ref.checkpoint != checkpoint:
+        raise InvalidArgumentError(
+            f"{where} names job {ref.job_name!r} on {ref.checkpoint}, but this task is for job "
+            f"{job_name!r} on {checkpoint}"
+        )

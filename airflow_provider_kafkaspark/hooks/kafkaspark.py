@@ -178,15 +178,6 @@ def aws_storage(aws_conn_id: str) -> AwsStorage:
     return AwsStorage(s3fs_options=options, driver_env=env)
 
 
-# spark-submit returns once the driver is submitted instead of following it for the life of
-# the stream (each key is read by one cluster manager only).
-NO_WAIT_CONF = {
-    "spark.yarn.submit.waitAppCompletion": "false",
-    "spark.kubernetes.submission.waitAppCompletion": "false",
-    "spark.standalone.submit.waitAppCompletion": "false",
-}
-
-
 def _spark_connection(spark_conn_id: str) -> tuple[str, str | None]:
     """(master, deploy mode) of a `spark` connection, as the official Spark hook reads it."""
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -195,47 +186,12 @@ def _spark_connection(spark_conn_id: str) -> tuple[str, str | None]:
     return str(resolved["master"]), resolved.get("deploy_mode")
 
 
-def _submit_cluster_mode(
-    spec_file: str, *, spark_conn_id: str, job_name: str, spark_conf: dict[str, str]
-) -> dict[str, Any]:
-    """Submit the runner in cluster deploy mode through the official SparkSubmitHook and
-    return where the driver runs: YARN application id, Kubernetes driver pod, or standalone
-    driver id. The spec travels with `--files`; the package must be installed in the
-    cluster's Python environment."""
-    from pathlib import Path
-
-    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
-    from airflow_provider_kafkaspark.local.spark import spark_jars_option
-
-    runner = Path(__file__).resolve().parents[1] / "spark" / "runner.py"
-    hook = SparkSubmitHook(
-        conn_id=spark_conn_id,
-        conf={**spark_conf, **NO_WAIT_CONF},
-        files=spec_file,
-        jars=spark_jars_option(),
-        name=job_name,
-        application_args=["--spec", Path(spec_file).name],
-        deploy_mode="cluster",
-    )
-    hook.submit(str(runner))
-    resolved = hook._connection
-    return {
-        "mode": "cluster",
-        "job_name": job_name,
-        "master": resolved["master"],
-        "yarn_application_id": hook._yarn_application_id,
-        "kubernetes_driver_pod": hook._kubernetes_driver_pod,
-        "driver_id": hook._driver_id,
-    }
-
-
 class KafkaSparkHook(BaseHook):
     """What the operators, sensors and trigger read from Airflow connections: a `kafka`
     connection's client config (for in-process calls, and the part a job spec carries to the
-    driver), a `spark` connection's master, a cluster-mode submit through the official
-    SparkSubmitHook, and an `aws` connection's credentials for checkpoints and savepoints on
-    S3. Every error names the connection, never a value from it."""
+    driver), a `spark` connection's master and deploy mode, and an `aws` connection's
+    credentials for checkpoints and savepoints on S3. Every error names the connection, never
+    a value from it."""
 
     hook_name = "Kafka + Spark Structured Streaming"
 
@@ -290,14 +246,6 @@ class KafkaSparkHook(BaseHook):
     def spark_connection(self) -> tuple[str, str | None]:
         """(master, deploy mode) of the `spark` connection, as the official Spark hook reads it."""
         return _spark_connection(self._spark_conn_id())
-
-    def submit_cluster_mode(
-        self, spec_file: str, *, job_name: str, spark_conf: dict[str, str]
-    ) -> dict[str, Any]:
-        """Submit the runner in cluster deploy mode; returns where the driver runs."""
-        return _submit_cluster_mode(
-            spec_file, spark_conn_id=self._spark_conn_id(), job_name=job_name, spark_conf=spark_conf
-        )
 
     def _spark_conn_id(self) -> str:
         if not self.spark_conn_id:

@@ -19,6 +19,7 @@ from typing import Any
 
 from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest, now_ms
 from airflow_provider_kafkaspark.core.job_code import driver_python_path
+from airflow_provider_kafkaspark.core.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.local.process import pid_alive
@@ -48,6 +49,19 @@ class LocalJobHandle:
 
     def is_alive(self) -> bool:
         return pid_alive(self.pid)
+
+    def to_ref(self) -> LocalJobRef:
+        """The job reference of this driver (what the lifecycle's stop calls take)."""
+        import socket
+
+        return LocalJobRef(
+            self.job_name,
+            self.checkpoint,
+            socket.gethostname(),
+            self.pid,
+            self.log_file,
+            self.master,
+        )
 
 
 def write_spec_file(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:

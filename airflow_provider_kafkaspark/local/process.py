@@ -49,3 +49,11 @@ def holder_gone(host: str, pid: int) -> bool:
     import socket
 
     return host == socket.gethostname() and not pid_alive(pid)
+
+
+def reap(pid: int) -> None:
+    """Collect `pid`'s exit status if it is this process's child (no zombie left)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

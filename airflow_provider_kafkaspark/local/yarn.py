@@ -15,6 +15,8 @@ import logging
 import os
 import signal
 import subprocess
+import sys
+import sysconfig
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -34,6 +36,8 @@ from airflow_provider_kafkaspark.local.yarn_config import (
     NodeLayout,
     NodeManagerPorts,
     ResourceManagerPorts,
+    properties_text,
+    spark_defaults,
     write_conf_dir,
 )
 
@@ -54,6 +58,45 @@ JAVA17_OPTIONS = (
     "--add-exports=java.base/sun.net.dns=ALL-UNNAMED",
     "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
 )
+
+
+PACKAGE = "airflow_provider_kafkaspark"
+
+
+def make_node_python(folder: Path) -> Path:
+    """The Python of the cluster's containers: this environment's packages (pyspark,
+    confluent-kafka, s3fs: what a node of a real cluster has installed for the driver) but
+    not this provider, which reaches the containers with each submit, as on a real cluster.
+
+    A venv whose one `.pth` file names this environment's site-packages. An editable install
+    of the provider is itself a `.pth` file there, and Python reads `.pth` files only in its
+    own site folders, so it does not follow."""
+    python = folder / "bin" / "python"
+    if not python.exists():
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(folder)],
+            check=True,
+            timeout=120,
+            capture_output=True,
+        )
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    site = folder / "lib" / version / "site-packages"
+    (site / "host-packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    if node_python_has_package(python):
+        log.warning(
+            "%s can import %s (installed in site-packages, not editable): containers will use "
+            "that copy instead of the one each submit ships",
+            python,
+            PACKAGE,
+        )
+    return python
+
+
+def node_python_has_package(python: Path) -> bool:
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({PACKAGE!r}) is None)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(python), "-c", probe], env=env, timeout=60, check=False)
+    return done.returncode == 0
 
 
 class YarnStartError(LocalStackError):
@@ -146,8 +189,16 @@ class LocalYarnCluster:
         """A client's configuration folder (HADOOP_CONF_DIR for spark-submit)."""
         return self.base_dir / "conf" / "client"
 
+    @property
+    def node_python(self) -> Path:
+        """The containers' Python (without this provider: see make_node_python)."""
+        return self.base_dir / "node-python" / "bin" / "python"
+
     def client_environment(self) -> dict[str, str]:
-        return {"HADOOP_CONF_DIR": str(self.conf_dir), "YARN_CONF_DIR": str(self.conf_dir)}
+        """What a spark-submit to this cluster needs: Hadoop's client configuration and Spark's
+        cluster-wide defaults (both in one folder)."""
+        folder = str(self.conf_dir)
+        return {"HADOOP_CONF_DIR": folder, "YARN_CONF_DIR": folder, "SPARK_CONF_DIR": folder}
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -174,6 +225,7 @@ class LocalYarnCluster:
         )
         tmp = self.base_dir / "tmp"
         write_conf_dir(self.conf_dir, host, rm, tmp, None)
+        self._write_spark_defaults()
         rm_conf = write_conf_dir(self.base_dir / "conf" / "rm", host, rm, tmp, None)
         nm_conf = write_conf_dir(self.base_dir / "conf" / "nm", host, rm, tmp, node)
         try:
@@ -260,6 +312,13 @@ class LocalYarnCluster:
         self._procs[name] = proc
         self._state.pids[name] = proc.pid
         self._save_state()
+
+    def _write_spark_defaults(self) -> None:
+        import pyspark
+
+        python = make_node_python(self.node_python.parents[1])
+        defaults = spark_defaults(Path(pyspark.__file__).parent, python)
+        (self.conf_dir / "spark-defaults.conf").write_text(properties_text(defaults))
 
     def _rm_answers(self) -> bool:
         try:

@@ -145,3 +145,22 @@ def write_conf_dir(
     (conf_dir / "capacity-scheduler.xml").write_text(site_xml(capacity_scheduler()))
     (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
     return conf_dir
+
+
+def spark_defaults(pyspark_home: Path, node_python: Path) -> dict[str, str]:
+    """A Spark client's cluster-wide settings for this YARN (`spark-defaults.conf`, as a
+    managed cluster keeps in /etc/spark/conf): containers take Spark's jars and the Python of
+    the node in place, so a submit uploads only the job's own files."""
+    return {
+        "spark.yarn.jars": f"local:{pyspark_home / 'jars'}/*",
+        "spark.pyspark.python": str(node_python),
+        "spark.pyspark.driver.python": str(node_python),
+        "spark.driver.memory": "768m",
+        "spark.executor.memory": "768m",
+        "spark.executor.instances": "1",
+        "spark.executor.cores": "1",
+    }
+
+
+def properties_text(properties: Mapping[str, str]) -> str:
+    return "".join(f"{key} {value}\n" for key, value in properties.items())

@@ -15,6 +15,7 @@ from airflow_provider_kafkaspark.core.jobspec import valid_job_name
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.core.control import StoppedReport
+    from airflow_provider_kafkaspark.core.job_ref import JobRef
 
 __all__ = ["StopStreamingJobOperator", "savepoint_asset"]
 
@@ -91,17 +92,18 @@ class StopStreamingJobOperator(BaseOperator):
         return KafkaSparkHook(aws_conn_id=self.aws_conn_id).storage()
 
     def _stop(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.core.job_ref import job_ref_to_dict
         from airflow_provider_kafkaspark.lifecycle import begin_stop, check_stop
 
         # After rendering, before anything is written: both are templated.
         self._check_job_name()
-        pid = self._pid()
+        ref = self._job_ref()
         started = begin_stop(
             self.checkpoint,
             requested_by=f"airflow:{self.dag_id}.{self.task_id}",
             reason="stop operator",
             drain_timeout_s=self.drain_timeout_s,
-            pid=pid,
+            ref=ref,
         )
         if started is None:
             return self._finish(context, None)
@@ -116,7 +118,7 @@ class StopStreamingJobOperator(BaseOperator):
                     checkpoint=self.checkpoint,
                     requested_at_ms=request.requested_at_ms,
                     timeout_s=wait_s,
-                    pid=pid,
+                    job_ref=None if ref is None else job_ref_to_dict(ref),
                     poll_interval_s=self.poll_interval_s,
                     aws_conn_id=self.aws_conn_id,
                 ),
@@ -125,11 +127,11 @@ class StopStreamingJobOperator(BaseOperator):
             )
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            stopped = check_stop(self.checkpoint, request.requested_at_ms, pid)
+            stopped = check_stop(self.checkpoint, request.requested_at_ms, ref)
             if stopped is not None:
                 return self._finish(context, stopped)
             time.sleep(self.poll_interval_s)
-        return self._after_timeout(context, pid)
+        return self._after_timeout(context, ref)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
@@ -142,36 +144,33 @@ class StopStreamingJobOperator(BaseOperator):
             if state == "stopped":
                 return self._finish(context, ControlFolder(self.checkpoint).read_stopped())
             if state == "timeout":
-                return self._after_timeout(context, self._pid())
+                return self._after_timeout(context, self._job_ref())
         raise AirflowFailException(f"stop of {self.job_name} failed: {event.get('reason')}")
 
-    def _pid(self) -> int | None:
-        """The driver's pid from `handle` (the submit operator's XCom, or its rendering)."""
+    def _job_ref(self) -> JobRef | None:
+        """The driver's reference from `handle`: the submit operator's XCom (its `job_ref`),
+        a job reference itself, or a handle naming a pid of this host (older submits)."""
+        import socket
+
+        from airflow_provider_kafkaspark.core.job_ref import check_ref_names, ref_from_handle
         from airflow_provider_kafkaspark.core.xcom_values import parse_mapping
         from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 
+        where = f"{self.task_id}: handle"
         try:
-            handle = parse_mapping(
-                self.handle, f"{self.task_id}: handle", "the submit operator's handle (a dict)"
-            )
+            handle = parse_mapping(self.handle, where, "the submit operator's handle (a dict)")
         except InvalidInputError as exc:
             raise InvalidArgumentError(str(exc)) from None
-        if handle is None:
-            return None
-        pid = handle.get("pid")
-        if pid is None or pid == "":
-            return None
-        if isinstance(pid, bool):
-            raise InvalidArgumentError(f"{self.task_id}: handle.pid {pid!r} is not a process id")
-        try:
-            number = int(pid)
-        except (TypeError, ValueError):
-            raise InvalidArgumentError(
-                f"{self.task_id}: handle.pid {str(pid)[:40]!r} is not a process id"
-            ) from None
-        if number < 0:
-            raise InvalidArgumentError(f"{self.task_id}: handle.pid {number} is not a process id")
-        return number or None
+        ref = ref_from_handle(
+            handle,
+            job_name=self.job_name,
+            checkpoint=self.checkpoint,
+            host=socket.gethostname(),
+            where=where,
+        )
+        if ref is not None:
+            check_ref_names(ref, job_name=self.job_name, checkpoint=self.checkpoint, where=where)
+        return ref
 
     def _check_job_name(self) -> None:
         from airflow_provider_kafkaspark.core.jobspec import valid_job_name
@@ -183,10 +182,10 @@ class StopStreamingJobOperator(BaseOperator):
                 f"'.', '_' and '-' only (as in the job spec)"
             )
 
-    def _after_timeout(self, context: Context, pid: int | None) -> dict[str, Any]:
+    def _after_timeout(self, context: Context, ref: JobRef | None) -> dict[str, Any]:
         from airflow_provider_kafkaspark.lifecycle import force_stop
 
-        force_stop(self.checkpoint, self.drain_timeout_s, pid, self.allow_force_kill)
+        force_stop(self.checkpoint, self.drain_timeout_s, ref, self.allow_force_kill)
         return self._finish(context, None)
 
     def _finish(self, context: Context, stopped: StoppedReport | None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator, Context
 
 if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.backends.base import JobBackend
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
 
@@ -20,15 +21,21 @@ class SubmitStreamingJobOperator(BaseOperator):
         be relative to the DAG file's folder; the submit checks that the module is there and
         that the job's topics exist, and fails without a retry when not.
     :param spark_conn_id: an official-provider ``spark`` connection. Without one, or with a
-        client deploy mode, the driver runs as a detached local process (``master`` or the
-        connection's master); with ``deploy-mode: cluster`` the official SparkSubmitHook
-        submits it to YARN, Kubernetes or a standalone cluster.
+        client deploy mode, the driver runs as a detached process of this worker (``master``
+        or the connection's master: local mode, or a standalone cluster). With master ``yarn``
+        and ``deploy-mode: cluster``, the official SparkSubmitHook submits it to YARN, whose
+        ResourceManager (the extra's ``yarn_resourcemanager_webapp_address``) then observes
+        and restarts it. The result's ``job_ref`` names the driver for stop and health tasks.
+    :param jars: comma-separated jars for ``spark-submit --jars`` on YARN (the Kafka
+        connector's, and S3A's for state on S3), unless the cluster's Spark has them.
     :param if_running: what to do when a live driver holds the checkpoint's lease:
         ``fail``, ``skip``, or ``replace`` (graceful stop first, then submit).
     :param restore_from: a savepoint id, ``latest``, or None; with ``restore_mode``
         (``checkpoint`` | ``offsets`` | ``latest``) and ``savepoint_root``.
-    :param max_restarts / restart_window_s / restart_backoff_s: the restart policy of the
-        local supervisor: at most K restarts in a window, with back-off.
+    :param max_restarts / restart_window_s / restart_backoff_s: the restart policy: at most
+        K restarts in a window, with back-off, by the local supervisor; on YARN, by YARN
+        (``spark.yarn.maxAppAttempts``, ``spark.yarn.am.attemptFailuresValidityInterval``;
+        YARN has no back-off).
     :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint or savepoints
         on S3 (``s3://`` or ``s3a://``); the driver gets its credentials as the standard AWS
         variables, never in the spec. Without one, the standard AWS variables and files apply.
@@ -41,6 +48,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         "savepoint_root",
         "workdir",
         "master",
+        "jars",
     )
     ui_color = "#e8f4fd"
 
@@ -62,6 +70,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         restart_window_s: float = 600.0,
         restart_backoff_s: float = 5.0,
         aws_conn_id: str | None = None,
+        jars: str | None = None,
         **kwargs: Any,
     ) -> None:
         # Each key of the handle is its own XCom too: submit.output["since_batch"].
@@ -89,6 +98,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         self.restart_window_s = restart_window_s
         self.restart_backoff_s = restart_backoff_s
         self.aws_conn_id = aws_conn_id
+        self.jars = jars
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
@@ -106,29 +116,24 @@ class SubmitStreamingJobOperator(BaseOperator):
         return os.path.dirname(fileloc) if fileloc else None
 
     def _submit(self, hook: KafkaSparkHook) -> dict[str, Any]:
-        from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-
+        from airflow_provider_kafkaspark.backends.base import SubmitOptions
         from airflow_provider_kafkaspark.core.job_code import (
             check_code_visible,
-            check_topics_exist,
             resolve_python_path,
         )
         from airflow_provider_kafkaspark.core.jobspec import JobSpec
         from airflow_provider_kafkaspark.core.restart import RestartPolicy
-        from airflow_provider_kafkaspark.errors import InvalidArgumentError, KafkaUnavailableError
-        from airflow_provider_kafkaspark.lifecycle import (
-            live_first,
-            live_lease,
-            restore_for_submit,
-            stop_job,
-            submit_local,
-            with_connection,
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError
+        from airflow_provider_kafkaspark.lifecycle import with_connection
+        from airflow_provider_kafkaspark.submit_flow import (
+            RestoreRequest,
+            SubmitRequest,
+            submit_streaming_job,
         )
 
         if self.restore_from and not self.savepoint_root:
             # Checked before anything is probed or stopped: the arguments alone are wrong.
-            problem = f"{self.task_id}: restore_from={self.restore_from!r} needs savepoint_root"
-            raise AirflowFailException(problem) from InvalidArgumentError(problem)
+            raise InvalidArgumentError(f"restore_from={self.restore_from!r} needs savepoint_root")
         given = (
             JobSpec.from_json(self.job_spec, where="job_spec")
             if isinstance(self.job_spec, str)
@@ -137,121 +142,62 @@ class SubmitStreamingJobOperator(BaseOperator):
         given = resolve_python_path(given, self._dag_folder())
         check_code_visible(given)
         servers, spec_config = hook.kafka_spec_config()
-        spec = with_connection(given, servers, spec_config)
-        client = hook.kafka_client_config()
-
-        lease = live_lease(spec.checkpoint_location)
-        if lease is not None:
-            message = f"job {spec.job_name} is running: {lease.describe()}"
-            if self.if_running == "fail":
-                raise AirflowFailException(message + " (if_running='fail')")
-            if self.if_running == "skip":
-                raise AirflowSkipException(message + " (if_running='skip')")
-            self.log.info("%s: stopping it first (if_running='replace')", message)
-            stop_job(
-                spec.checkpoint_location,
-                requested_by=f"airflow:{self.task_id}",
-                reason="replaced by a new submit",
-                drain_timeout_s=spec.drain_timeout_s,
-            )
-
-        dead: list[str] = []
-        if self.probe_bootstrap:
-            from airflow_provider_kafkaspark.core.bootstrap_probe import probe_bootstrap
-
-            report = probe_bootstrap(client, timeout_s=self.probe_timeout_s)
-            dead = list(report.dead)
-            if not report.healthy:
-                problem = f"no bootstrap server of connection {self.kafka_conn_id!r} answers: " + (
-                    "; ".join(f"{s.server}: {s.reason}" for s in report.servers)
-                )
-                raise AirflowFailException(problem) from KafkaUnavailableError(problem)
-            if dead:
-                self.log.warning(
-                    "bootstrap servers that are dead or not cluster members: %s "
-                    "(submitting anyway with the live ones listed first)",
-                    ", ".join(dead),
-                )
-                spec = with_connection(spec, live_first(servers, dead), spec.kafka_config)
-            check_topics_exist(spec, client)
-
-        restored: dict[str, Any] | None = None
-        if self.restore_from and self.savepoint_root:
-            spec, restored = restore_for_submit(
-                spec,
-                savepoint_root=self.savepoint_root,
-                savepoint_ref=self.restore_from,
-                mode=self.restore_mode,
-                kafka_config=client,
-            )
-            self.log.info("restored for submit: %s", restored)
-
-        master = self.master
-        if self.spark_conn_id:
-            master, deploy_mode = hook.spark_connection()
-            if deploy_mode == "cluster":
-                return self._submit_cluster(hook, spec, dead, restored)
-
+        backend = self._backend(hook)
         policy = RestartPolicy(
             max_restarts=self.max_restarts,
             window_s=self.restart_window_s,
             backoff_s=self.restart_backoff_s,
             backoff_max_s=max(self.restart_backoff_s, 120.0),
         )
-        handle = submit_local(
-            spec,
-            self.workdir,
-            master=master,
-            restart_policy=policy,
-            submitted_by=f"airflow:{self.dag_id}.{self.task_id}",
-            env=hook.driver_env(),
-        )
-        handle.update(dead_bootstrap_servers=dead, restored=restored)
-        self.log.info(
-            "submitted %s: pid %s (the %s; the driver's own pid is in the lease once it "
-            "runs), driver log %s",
-            spec.job_name,
-            handle["pid"],
-            handle["pid_role"],
-            handle["log_file"],
-        )
-        return handle
-
-    def _submit_cluster(
-        self, hook: KafkaSparkHook, spec: Any, dead: list[str], restored: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        import socket
-
-        from airflow_provider_kafkaspark.core.control import (
-            ControlFolder,
-            SubmittedMarker,
-            now_ms,
-        )
-        from airflow_provider_kafkaspark.lifecycle import latest_committed
-        from airflow_provider_kafkaspark.local.jobs import write_spec_file
-
-        since = latest_committed(spec.checkpoint_location)
-        spec_file = write_spec_file(spec, self.workdir)
-        submitted_at = now_ms()
-        handle = hook.submit_cluster_mode(
-            str(spec_file), job_name=spec.job_name, spark_conf=spec.spark_conf
-        )
-        ControlFolder(spec.checkpoint_location).write_submitted(
-            SubmittedMarker(
-                submitted_at_ms=submitted_at,
-                job_name=spec.job_name,
+        request = SubmitRequest(
+            spec=with_connection(given, servers, spec_config),
+            kafka_client=hook.kafka_client_config(),
+            options=SubmitOptions(
+                workdir=self.workdir,
                 submitted_by=f"airflow:{self.dag_id}.{self.task_id}",
-                host=socket.gethostname(),
-            )
+                restart_policy=policy,
+                env=hook.driver_env(),
+            ),
+            if_running=self.if_running,
+            probe_bootstrap=self.probe_bootstrap,
+            probe_timeout_s=self.probe_timeout_s,
+            restore=RestoreRequest(self.savepoint_root, self.restore_from, self.restore_mode)
+            if self.restore_from and self.savepoint_root
+            else None,
+            servers_from=f"connection {self.kafka_conn_id!r}",
         )
-        handle.update(
-            checkpoint=spec.checkpoint_location,
-            since_batch=since,
-            dead_bootstrap_servers=dead,
-            restored=restored,
-        )
-        self.log.info("submitted %s in cluster mode: %s", spec.job_name, handle)
+        handle = submit_streaming_job(backend, request)
+        self.log.info("submitted %s: %s", given.job_name, _describe(handle))
         return handle
+
+    def _backend(self, hook: KafkaSparkHook) -> JobBackend:
+        """The deployment backend: the `spark` connection's master and deploy mode, else
+        `master` on this host."""
+        from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
+        from airflow_provider_kafkaspark.backends.yarn import YarnBackend
+        from airflow_provider_kafkaspark.submit_flow import BackendKind, backend_kind
+
+        master, deploy_mode = self.master, None
+        if self.spark_conn_id:
+            master, deploy_mode = hook.spark_connection()
+        kind = backend_kind(master, deploy_mode)
+        if kind is BackendKind.YARN:
+            return YarnBackend(str(self.spark_conn_id), jars=self.jars)
+        if kind is BackendKind.STANDALONE:
+            return StandaloneBackend(master)
+        return LocalBackend(master)
+
+
+def _describe(handle: dict[str, Any]) -> str:
+    if handle.get("pid") is not None:
+        return (
+            f"pid {handle['pid']} (the {handle.get('pid_role')}; the driver's own pid is in the "
+            f"lease once it runs), driver log {handle.get('log_file')}"
+        )
+    ref = handle.get("job_ref") or {}
+    return f"{handle.get('mode')} application {ref.get('application_id')} at " + str(
+        ref.get("resource_manager")
+    )
 
 
 class RestoreStreamingJobOperator(SubmitStreamingJobOperator):

@@ -13,14 +13,16 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 class StreamingStopTrigger(BaseTrigger):
     """Polls the control folder until the driver answers the stop request made at
     `requested_at_ms` (event "stopped"), is gone without a report ("gone"), or the drain
-    bound passes ("timeout")."""
+    bound passes ("timeout"). `job_ref` (a job reference's dict) names the driver, which
+    the trigger asks its backend about: a pid only on its own host, a YARN application
+    through its ResourceManager from anywhere."""
 
     def __init__(
         self,
         checkpoint: str,
         requested_at_ms: int,
         timeout_s: float,
-        pid: int | None = None,
+        job_ref: dict[str, Any] | None = None,
         poll_interval_s: float = 2.0,
         aws_conn_id: str | None = None,
     ) -> None:
@@ -28,7 +30,7 @@ class StreamingStopTrigger(BaseTrigger):
         self.checkpoint = checkpoint
         self.requested_at_ms = requested_at_ms
         self.timeout_s = timeout_s
-        self.pid = pid
+        self.job_ref = job_ref
         self.poll_interval_s = poll_interval_s
         self.aws_conn_id = aws_conn_id
 
@@ -39,7 +41,7 @@ class StreamingStopTrigger(BaseTrigger):
                 "checkpoint": self.checkpoint,
                 "requested_at_ms": self.requested_at_ms,
                 "timeout_s": self.timeout_s,
-                "pid": self.pid,
+                "job_ref": self.job_ref,
                 "poll_interval_s": self.poll_interval_s,
                 "aws_conn_id": self.aws_conn_id,
             },
@@ -66,13 +68,15 @@ class StreamingStopTrigger(BaseTrigger):
                 yield event
 
     async def _poll(self, deadline: float) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict
         from airflow_provider_kafkaspark.errors import KafkaSparkError
         from airflow_provider_kafkaspark.lifecycle import check_stop
 
         while True:
             try:
+                ref = None if self.job_ref is None else job_ref_from_dict(self.job_ref)
                 stopped = await asyncio.to_thread(
-                    check_stop, self.checkpoint, self.requested_at_ms, self.pid
+                    check_stop, self.checkpoint, self.requested_at_ms, ref
                 )
             except KafkaSparkError as exc:
                 yield _event({"state": "gone", "reason": str(exc)})

@@ -234,11 +234,28 @@ def test_a_bad_stop_handle_is_named(tmp_path: Path, handle: Any, named: str) -> 
     assert not (tmp_path / "cp").exists() and not (tmp_path / "sp").exists()
 
 
-def test_a_good_stop_handle_gives_the_pid(tmp_path: Path) -> None:
-    assert stop(tmp_path, handle='{"pid": 12, "x": 1}')._pid() == 12
-    assert stop(tmp_path, handle={"pid": "13"})._pid() == 13
-    assert stop(tmp_path, handle=None)._pid() is None
-    assert stop(tmp_path, handle="")._pid() is None
+def test_a_good_stop_handle_gives_the_driver(tmp_path: Path) -> None:
+    def pid(handle: Any) -> int | None:
+        ref = stop(tmp_path, handle=handle)._job_ref()
+        return None if ref is None else getattr(ref, "pid", None)
+
+    assert pid('{"pid": 12, "x": 1}') == 12
+    assert pid({"pid": "13"}) == 13
+    assert pid(None) is None
+    assert pid("") is None
+
+
+def test_a_stop_refuses_a_reference_of_another_job(tmp_path: Path) -> None:
+    ref = {
+        "backend": "yarn",
+        "job_name": "other_job",
+        "checkpoint": str(tmp_path / "cp"),
+        "application_id": "application_1_0003",
+        "resource_manager": "http://rm:8088",
+    }
+    with pytest.raises(AirflowFailException, match="names job 'other_job'") as caught:
+        stop(tmp_path, handle={"job_ref": ref}).execute(context())
+    assert isinstance(caught.value.__cause__, InvalidArgumentError)
 
 
 @pytest.mark.parametrize("job_name", ["../other_job", "a/b", ".hidden", ""])

@@ -1,14 +1,11 @@
 """KafkaSparkHook: a `kafka` connection read into client and spec config, each error naming
-the connection and never a secret; cluster deploy mode through the official SparkSubmitHook
-(what we hand it, and the handle we read back for YARN, Kubernetes and standalone cluster
-mode; the SparkSubmitHook is replaced by a recorder, the connection parsing is the real one).
-"""
+the connection and never a secret; a `spark` connection's master and deploy mode as the
+official SparkSubmitHook reads them."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -18,70 +15,6 @@ from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 from tests.unit.airflow_helpers import kafka_connection
 
 SECRET = "s3ntinel-pa55word"
-
-
-class RecordingHook:
-    calls: ClassVar[list[dict[str, Any]]] = []
-    master = "yarn"
-    found: ClassVar[dict[str, str]] = {}
-
-    def __init__(self, **kwargs: Any) -> None:
-        self.kwargs = kwargs
-        self._connection = {"master": self.master, "deploy_mode": kwargs.get("deploy_mode")}
-        self._yarn_application_id: str | None = None
-        self._kubernetes_driver_pod: str | None = None
-        self._driver_id: str | None = None
-
-    def submit(self, application: str) -> None:
-        RecordingHook.calls.append({"application": application, **self.kwargs})
-        for attribute, value in self.found.items():
-            setattr(self, attribute, value)
-
-
-@pytest.fixture
-def recorder(monkeypatch: pytest.MonkeyPatch) -> type[RecordingHook]:
-    from airflow.providers.apache.spark.hooks import spark_submit
-
-    RecordingHook.calls = []
-    monkeypatch.setattr(spark_submit, "SparkSubmitHook", RecordingHook)
-    return RecordingHook
-
-
-@pytest.mark.parametrize(
-    ("master", "found", "key"),
-    [
-        ("yarn", {"_yarn_application_id": "application_1700000000000_0042"}, "yarn_application_id"),
-        (
-            "k8s://https://10.96.0.1:443",
-            {"_kubernetes_driver_pod": "ip-count-1a2b-driver"},
-            "kubernetes_driver_pod",
-        ),
-        ("spark://127.0.0.1:7077", {"_driver_id": "driver-20261122000000-0001"}, "driver_id"),
-    ],
-)
-def test_cluster_mode_hands_the_runner_to_the_hook_and_returns_the_handle(
-    recorder: type[RecordingHook], tmp_path: Path, master: str, found: dict[str, str], key: str
-) -> None:
-    recorder.master, recorder.found = master, found
-    spec_file = tmp_path / "ip_count.spec.json"
-    spec_file.write_text("{}")
-    handle = kafkaspark.KafkaSparkHook(spark_conn_id="spark_prod").submit_cluster_mode(
-        str(spec_file),
-        job_name="ip_count",
-        spark_conf={"spark.executor.memory": "2g"},
-    )
-    (call,) = recorder.calls
-    assert call["application"].endswith("airflow_provider_kafkaspark/spark/runner.py")
-    assert call["conn_id"] == "spark_prod" and call["deploy_mode"] == "cluster"
-    assert call["files"] == str(spec_file)
-    assert call["application_args"] == ["--spec", "ip_count.spec.json"]
-    assert "spark-sql-kafka-0-10_2.13" in call["jars"]
-    assert call["conf"]["spark.executor.memory"] == "2g"
-    assert call["conf"]["spark.yarn.submit.waitAppCompletion"] == "false"
-    assert call["conf"]["spark.kubernetes.submission.waitAppCompletion"] == "false"
-    assert handle[key] == next(iter(found.values()))
-    assert handle["mode"] == "cluster" and handle["master"] == master
-    json.dumps(handle)  # XCom-sized and serializable
 
 
 def test_spark_connection_is_read_by_the_official_hook(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,14 @@ def first_event(trigger: StreamingStopTrigger) -> dict[str, Any]:
 
 
 def test_serialize_round_trip() -> None:
-    trigger = StreamingStopTrigger("/cp", 123, 60.0, pid=42, poll_interval_s=0.5)
+    ref = {
+        "backend": "yarn",
+        "job_name": "job",
+        "checkpoint": "/cp",
+        "application_id": "application_1_0002",
+        "resource_manager": "http://rm:8088",
+    }
+    trigger = StreamingStopTrigger("/cp", 123, 60.0, job_ref=ref, poll_interval_s=0.5)
     path, kwargs = trigger.serialize()
     assert path == "airflow_provider_kafkaspark.triggers.stop.StreamingStopTrigger"
     assert StreamingStopTrigger(**kwargs).serialize() == (path, kwargs)
@@ -48,3 +55,9 @@ def test_trigger_events(tmp_path: Path) -> None:
     control.clear_stopped()
     gone = first_event(StreamingStopTrigger(checkpoint, asked, 5, poll_interval_s=0.05))
     assert gone["state"] == "gone" and "without a stopped report" in gone["reason"]
+
+
+def test_a_reference_the_trigger_cannot_read_ends_it(tmp_path: Path) -> None:
+    bad = {"backend": "yarn", "job_name": "job", "checkpoint": str(tmp_path)}
+    event = first_event(StreamingStopTrigger(str(tmp_path), now_ms(), 5, job_ref=bad))
+    assert event["state"] == "gone" and "lacks application_id" in event["reason"]

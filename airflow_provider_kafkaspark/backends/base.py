@@ -1,0 +1,73 @@
+"""What every deployment backend does: submit a job and return its reference, say whether
+its driver is alive, and kill it. A graceful stop is not a backend's: it is a request in the
+job's checkpoint folder, which the driver honours wherever it runs (lifecycle.begin_stop)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from airflow_provider_kafkaspark.core.job_ref import JobRef
+from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.restart import RestartPolicy
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """What a submit needs beyond the job spec. `env` holds the driver's storage credentials
+    (the standard AWS variables): kept out of `repr`, so out of logs."""
+
+    workdir: str
+    submitted_by: str = "kafkaspark"
+    restart_policy: RestartPolicy | None = None
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A submit's result: the reference, and what a person looking at the task wants besides
+    (the driver's log and spec file, its working folder): plain values, fit for XCom."""
+
+    ref: JobRef
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """What a backend knows of a job's driver. `alive` is None when this host cannot tell
+    (a local driver of another host): the lease in the checkpoint folder says then. `state` is
+    in the backend's own words (`running`, `gone`, YARN's `RUNNING`, ...)."""
+
+    job_name: str
+    backend: str
+    alive: bool | None
+    state: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_name": self.job_name,
+            "backend": self.backend,
+            "alive": self.alive,
+            "state": self.state,
+            **self.detail,
+        }
+
+
+class JobBackend(Protocol):
+    """One per cluster manager (local processes, a standalone cluster, YARN)."""
+
+    name: str
+
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> Submitted:
+        """Start the job's driver; return at once with where it runs."""
+        ...
+
+    def status(self, ref: JobRef) -> JobStatus:
+        """Whether the driver `ref` names is alive, in the manager's terms."""
+        ...
+
+    def force_kill(self, ref: JobRef) -> None:
+        """Kill the driver `ref` names (Spark re-runs its batch in flight on restore); refuse
+        with a typed error when `ref` is not this backend's or names another job."""
+        ...

@@ -1,0 +1,109 @@
+"""Drivers as detached processes of the host that submits: Spark local mode (the dev stack)
+or client mode against a standalone cluster's master. The reference names the host and the
+pid; only that host can tell whether the pid lives or kill it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+from airflow_provider_kafkaspark.backends.base import JobStatus, SubmitOptions, Submitted
+from airflow_provider_kafkaspark.core.job_ref import (
+    JobRef,
+    LocalJobRef,
+    StandaloneJobRef,
+    check_local_kill,
+    require_backend,
+)
+from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.errors import InvalidArgumentError
+from airflow_provider_kafkaspark.local.process import pid_alive
+
+
+class LocalBackend:
+    """Drivers started on this host (`master` local[...], or a cluster's in client mode)."""
+
+    name = "local"
+
+    def __init__(self, master: str = "local[2]") -> None:
+        self.master = master
+
+    def _ref(self, spec: JobSpec, pid: int, log_file: str) -> LocalJobRef:
+        return LocalJobRef(
+            job_name=spec.job_name,
+            checkpoint=spec.checkpoint_location,
+            host=socket.gethostname(),
+            pid=pid,
+            log_file=log_file,
+            master=self.master,
+        )
+
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> Submitted:
+        from airflow_provider_kafkaspark.local.jobs import start_local_job
+
+        handle = start_local_job(
+            spec,
+            options.workdir,
+            master=self.master,
+            restart_policy=options.restart_policy,
+            env=options.env,
+        )
+        return Submitted(self._ref(spec, handle.pid, handle.log_file), handle.to_dict())
+
+    def _local(self, ref: JobRef, action: str) -> LocalJobRef:
+        require_backend(ref, self.name, action)
+        assert isinstance(ref, LocalJobRef)
+        return ref
+
+    def status(self, ref: JobRef) -> JobStatus:
+        local = self._local(ref, "observe")
+        here = socket.gethostname()
+        if local.host != here:
+            detail = {"host": local.host, "pid": local.pid, "observed_from": here}
+            return JobStatus(local.job_name, self.name, None, "on another host", detail)
+        alive = pid_alive(local.pid)
+        detail = {"host": local.host, "pid": local.pid, "log_file": local.log_file}
+        return JobStatus(local.job_name, self.name, alive, "running" if alive else "gone", detail)
+
+    def force_kill(self, ref: JobRef) -> None:
+        local = self._local(ref, "kill")
+        check_local_kill(local, socket.gethostname())
+        try:
+            # The launcher's whole group: supervisor, Python driver, JVM, Python workers.
+            os.killpg(local.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 30
+        while pid_alive(local.pid) and time.monotonic() < deadline:
+            try:
+                os.waitpid(local.pid, os.WNOHANG)  # reap it if it is our child
+            except ChildProcessError:
+                pass
+            time.sleep(0.2)
+
+
+class StandaloneBackend(LocalBackend):
+    """Client mode against a Spark standalone cluster: the driver is a process of this host,
+    its executors run on the cluster's workers. (A standalone master cannot run a Python
+    driver in cluster deploy mode.)"""
+
+    name = "standalone"
+
+    def __init__(self, master: str) -> None:
+        if not master.startswith("spark://"):
+            raise InvalidArgumentError(
+                f"the standalone backend needs a spark://host:port master, got {master!r}"
+            )
+        super().__init__(master)
+
+    def _ref(self, spec: JobSpec, pid: int, log_file: str) -> StandaloneJobRef:
+        return StandaloneJobRef(
+            job_name=spec.job_name,
+            checkpoint=spec.checkpoint_location,
+            host=socket.gethostname(),
+            pid=pid,
+            log_file=log_file,
+            master=self.master,
+        )

@@ -1,0 +1,180 @@
+"""Drivers in a YARN application master (cluster deploy mode), submitted through the official
+Spark provider's SparkSubmitHook with a `spark` connection (`master` yarn, extra
+`deploy-mode: cluster`, `yarn_resourcemanager_webapp_address`). The reference holds the
+application id; status and kill go to the ResourceManager's REST API, so any host that
+reaches it can observe or kill the job, and no pid is involved. Driver restarts are YARN's
+own (`spark.yarn.maxAppAttempts` within `spark.yarn.am.attemptFailuresValidityInterval`).
+
+What travels with each submit: the job spec (`--files`), the provider's code as a zip
+(`--py-files`), the job's `python_path` archives, and the connector jars given in `jars`. The
+nodes need a Python with the driver's dependencies (pyspark, confluent-kafka, s3fs) named by
+`spark.pyspark.python`, usually in the cluster's spark-defaults.conf.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kafkaspark.backends import yarn_rest
+from airflow_provider_kafkaspark.backends.base import JobStatus, SubmitOptions, Submitted
+from airflow_provider_kafkaspark.core.job_ref import JobRef, YarnJobRef, require_backend
+from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.errors import ClusterUnavailableError, InvalidInputError
+
+RM_ADDRESS_EXTRA = "yarn_resourcemanager_webapp_address"
+
+
+def restart_conf(policy: RestartPolicy | None) -> dict[str, str]:
+    """The restart policy in YARN's terms: attempts = restarts + 1, failures older than the
+    window forgotten. (YARN has no back-off between attempts; the ResourceManager's
+    `yarn.resourcemanager.am.max-attempts` caps the attempts.)"""
+    if policy is None:
+        return {"spark.yarn.maxAppAttempts": "1"}
+    return {
+        "spark.yarn.maxAppAttempts": str(policy.max_restarts + 1),
+        "spark.yarn.am.attemptFailuresValidityInterval": f"{max(1, round(policy.window_s))}s",
+    }
+
+
+def environment_conf(env: dict[str, str]) -> dict[str, str]:
+    """Variables for the driver (the application master) and the executors."""
+    conf: dict[str, str] = {}
+    for key, value in env.items():
+        conf[f"spark.yarn.appMasterEnv.{key}"] = value
+        conf[f"spark.executorEnv.{key}"] = value
+    return conf
+
+
+def spark_defaults_text(environ: dict[str, str] | None = None) -> str:
+    """The client's spark-defaults.conf (SPARK_CONF_DIR, else SPARK_HOME/conf), or ''."""
+    source = os.environ if environ is None else environ
+    folders = [source.get("SPARK_CONF_DIR")]
+    if source.get("SPARK_HOME"):
+        folders.append(os.path.join(source["SPARK_HOME"], "conf"))
+    for folder in folders:
+        if folder and os.path.isfile(os.path.join(folder, "spark-defaults.conf")):
+            return Path(folder, "spark-defaults.conf").read_text()
+    return ""
+
+
+def write_private(path: Path, text: str) -> Path:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    return path
+
+
+class YarnBackend:
+    """Submit needs the `spark` connection; status and kill need only the reference, which
+    names its ResourceManager (a stop or health task on another host has no connection)."""
+
+    name = "yarn"
+
+    def __init__(
+        self,
+        spark_conn_id: str | None = None,
+        *,
+        jars: str | None = None,
+        conf: dict[str, str] | None = None,
+    ) -> None:
+        self.spark_conn_id = spark_conn_id
+        self.jars = jars
+        self.conf = dict(conf or {})
+
+    def resource_manager(self) -> str:
+        """The ResourceManager's web address from the `spark` connection's extra (the key the
+        official hook reads for its own REST tracking)."""
+        from airflow.sdk import BaseHook
+
+        if not self.spark_conn_id:
+            raise InvalidInputError("a submit to YARN needs a `spark` connection (spark_conn_id)")
+        extra = BaseHook.get_connection(self.spark_conn_id).extra_dejson
+        address = str(extra.get(RM_ADDRESS_EXTRA) or "").strip()
+        if not address.startswith(("http://", "https://")):
+            raise InvalidInputError(
+                f"spark connection {self.spark_conn_id!r}: the yarn backend needs the "
+                f"ResourceManager's web address in its extra as {RM_ADDRESS_EXTRA!r} "
+                f"(http://host:8088), got {address or 'nothing'}"
+            )
+        return address.rstrip("/")
+
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> Submitted:
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        from airflow_provider_kafkaspark.backends.package_archive import package_zip
+        from airflow_provider_kafkaspark.core.job_code import is_local
+        from airflow_provider_kafkaspark.spark import runner
+
+        resource_manager = self.resource_manager()
+        with tempfile.TemporaryDirectory(prefix="kafkaspark-submit-") as tmp:
+            folder = Path(tmp)
+            spec_file = write_private(folder / f"{spec.job_name}.spec.json", spec.to_json())
+            archives = [str(package_zip(folder))]
+            archives += [p for p in spec.python_path if not (is_local(p) and os.path.isdir(p))]
+            conf = {
+                **restart_conf(options.restart_policy),
+                "spark.yarn.submit.waitAppCompletion": "false",
+                **self.conf,
+                **spec.spark_conf,
+            }
+            # Credentials go in a properties file only this user reads, not on the command
+            # line (where `ps` shows them); a properties file replaces the client's
+            # spark-defaults.conf, so that comes first in it.
+            properties = write_private(
+                folder / "spark-submit.conf",
+                spark_defaults_text()
+                + "\n"
+                + "".join(f"{k} {v}\n" for k, v in environment_conf(options.env).items()),
+            )
+            hook = SparkSubmitHook(
+                conn_id=str(self.spark_conn_id),
+                conf=conf,
+                files=str(spec_file),
+                py_files=",".join(archives),
+                jars=self.jars,
+                name=spec.job_name,
+                application_args=["--spec", spec_file.name],
+                deploy_mode="cluster",
+                properties_file=str(properties),
+            )
+            hook.submit(str(Path(runner.__file__).resolve()))
+            # The hook reads the id from spark-submit's output and keeps it privately.
+            app_id = getattr(hook, "_yarn_application_id", None)
+        if not app_id:
+            raise ClusterUnavailableError(
+                f"spark-submit of job {spec.job_name} to YARN ({resource_manager}) printed no "
+                f"application id"
+            )
+        ref = YarnJobRef(
+            job_name=spec.job_name,
+            checkpoint=spec.checkpoint_location,
+            application_id=str(app_id),
+            resource_manager=resource_manager,
+        )
+        details = {"application_id": ref.application_id, "resource_manager": resource_manager}
+        return Submitted(ref, details)
+
+    def _yarn(self, ref: JobRef, action: str) -> YarnJobRef:
+        require_backend(ref, self.name, action)
+        assert isinstance(ref, YarnJobRef)
+        return ref
+
+    def status(self, ref: JobRef) -> JobStatus:
+        yarn = self._yarn(ref, "observe")
+        app = yarn_rest.application(yarn)
+        state = str(app.get("state", ""))
+        detail: dict[str, Any] = {
+            "application_id": yarn.application_id,
+            "final_status": app.get("finalStatus"),
+            "attempts": len(yarn_rest.attempts(yarn)),
+            "tracking_url": app.get("trackingUrl"),
+            "diagnostics": str(app.get("diagnostics") or "")[:500],
+        }
+        return JobStatus(yarn.job_name, self.name, state in yarn_rest.ACTIVE_STATES, state, detail)
+
+    def force_kill(self, ref: JobRef) -> None:
+        yarn_rest.kill(self._yarn(ref, "kill"))

@@ -1,0 +1,158 @@
+"""What the YARN backend hands the official SparkSubmitHook (replaced here by a recorder; the
+submit itself runs against a real YARN in tests/cluster): the runner with the spec file, the
+provider's code as a zip, the restart policy in YARN's terms, and credentials in a private
+properties file rather than on the command line."""
+
+from __future__ import annotations
+
+import json
+import stat
+import zipfile
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from airflow_provider_kafkaspark.backends.base import SubmitOptions
+from airflow_provider_kafkaspark.backends.package_archive import package_zip
+from airflow_provider_kafkaspark.backends.yarn import YarnBackend, restart_conf
+from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
+from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.errors import (
+    ClusterUnavailableError,
+    InvalidArgumentError,
+    InvalidInputError,
+)
+from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
+
+SECRET = "s3ntinel-secret-key"
+APP_ID = "application_1700000000000_0042"
+
+
+class RecordingHook:
+    calls: ClassVar[list[dict[str, Any]]] = []
+    app_id: ClassVar[str | None] = APP_ID
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self._yarn_application_id: str | None = None
+
+    def submit(self, application: str) -> None:
+        files = {
+            "properties": Path(self.kwargs["properties_file"]).read_text(),
+            "properties_mode": stat.S_IMODE(Path(self.kwargs["properties_file"]).stat().st_mode),
+            "spec": json.loads(Path(self.kwargs["files"]).read_text()),
+            "package": zipfile.ZipFile(self.kwargs["py_files"].split(",")[0]).namelist(),
+        }
+        RecordingHook.calls.append({"application": application, **self.kwargs, **files})
+        self._yarn_application_id = self.app_id
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> type[RecordingHook]:
+    from airflow.providers.apache.spark.hooks import spark_submit
+
+    RecordingHook.calls, RecordingHook.app_id = [], APP_ID
+    monkeypatch.setattr(spark_submit, "SparkSubmitHook", RecordingHook)
+    extra = {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": "http://rm:8088"}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_YARN",
+        json.dumps({"conn_type": "spark", "host": "yarn", "extra": extra}),
+    )
+    conf_dir = tmp_path / "spark-conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text("spark.pyspark.python /opt/py/bin/python\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf_dir))
+    return RecordingHook
+
+
+def spec() -> JobSpec:
+    raw = job_spec_dict(bootstrap_servers="k:9092", checkpoint="s3://b/cp", job_name="ip_count")
+    raw["spark_conf"] = {"spark.executor.memory": "2g"}
+    return JobSpec.from_dict(raw)
+
+
+def test_a_submit_hands_the_runner_the_code_and_the_policy(
+    recorder: type[RecordingHook], tmp_path: Path
+) -> None:
+    options = SubmitOptions(
+        workdir=str(tmp_path),
+        restart_policy=RestartPolicy(max_restarts=3, window_s=600),
+        env={"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": SECRET},
+    )
+    submitted = YarnBackend("spark_yarn", jars="/j/kafka.jar").submit(spec(), options)
+    assert submitted.details["application_id"] == APP_ID
+    assert submitted.ref == YarnJobRef("ip_count", "s3://b/cp", APP_ID, "http://rm:8088")
+    (call,) = recorder.calls
+    assert call["application"].endswith("airflow_provider_kafkaspark/spark/runner.py")
+    assert call["conn_id"] == "spark_yarn" and call["deploy_mode"] == "cluster"
+    assert call["application_args"] == ["--spec", "ip_count.spec.json"]
+    assert call["spec"]["job_name"] == "ip_count"
+    assert "airflow_provider_kafkaspark/spark/runner.py" in call["package"]
+    assert call["jars"] == "/j/kafka.jar"
+    conf = call["conf"]
+    assert conf["spark.yarn.maxAppAttempts"] == "4"
+    assert conf["spark.yarn.am.attemptFailuresValidityInterval"] == "600s"
+    assert conf["spark.yarn.submit.waitAppCompletion"] == "false"
+    assert conf["spark.executor.memory"] == "2g"
+    # The secret reaches driver and executors through the private file only.
+    assert SECRET not in json.dumps(conf)
+    assert call["properties_mode"] == 0o600
+    lines = call["properties"].splitlines()
+    assert lines[0] == "spark.pyspark.python /opt/py/bin/python"  # the cluster's defaults kept
+    assert f"spark.yarn.appMasterEnv.AWS_SECRET_ACCESS_KEY {SECRET}" in lines
+    assert f"spark.executorEnv.AWS_SECRET_ACCESS_KEY {SECRET}" in lines
+    assert not Path(call["properties_file"]).exists()  # removed after the submit
+
+
+def test_a_submit_without_an_application_id_is_an_error(
+    recorder: type[RecordingHook], tmp_path: Path
+) -> None:
+    recorder.app_id = None
+    with pytest.raises(ClusterUnavailableError, match=r"ip_count.*no application id"):
+        YarnBackend("spark_yarn").submit(spec(), SubmitOptions(workdir=str(tmp_path)))
+
+
+def test_a_connection_without_the_resource_manager_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_NORM",
+        json.dumps({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}),
+    )
+    with pytest.raises(InvalidInputError, match=r"'spark_norm'.*yarn_resourcemanager_webapp"):
+        YarnBackend("spark_norm").resource_manager()
+
+
+def test_restart_policy_in_yarn_terms() -> None:
+    assert restart_conf(None) == {"spark.yarn.maxAppAttempts": "1"}
+    conf = restart_conf(RestartPolicy(max_restarts=0, window_s=0.2))
+    assert conf["spark.yarn.maxAppAttempts"] == "1"
+    assert conf["spark.yarn.am.attemptFailuresValidityInterval"] == "1s"
+
+
+def test_the_package_zip_is_importable(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    archive = package_zip(tmp_path)
+    names = zipfile.ZipFile(archive).namelist()
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    probe = "import airflow_provider_kafkaspark.core.jobspec as m; print(m.__file__)"
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(archive)!r}); {probe}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.startswith(str(archive))
+    assert package_zip(tmp_path / "..").read_bytes() == archive.read_bytes()  # same code, bytes
+
+
+def test_a_reference_of_another_backend_is_refused() -> None:
+    from airflow_provider_kafkaspark.core.job_ref import LocalJobRef
+
+    local = LocalJobRef("j", "/cp", "h", 5, "", "local[2]")
+    with pytest.raises(InvalidArgumentError, match="local backend, this is the yarn"):
+        YarnBackend().force_kill(local)
