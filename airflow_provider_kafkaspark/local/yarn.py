@@ -95,7 +95,9 @@ def make_node_python(folder: Path) -> Path:
 def node_python_has_package(python: Path) -> bool:
     probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({PACKAGE!r}) is None)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([str(python), "-c", probe], env=env, timeout=60, check=False)
+    # From the root folder: `-c` puts the working folder first on sys.path, and a checkout
+    # there would answer for the environment.
+    done = subprocess.run([str(python), "-c", probe], env=env, cwd="/", timeout=60, check=False)
     return done.returncode == 0
 
 

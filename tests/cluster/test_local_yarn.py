@@ -4,10 +4,7 @@ names. Run with `make e2e-cluster` (not in CI's `make test`)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -18,28 +15,8 @@ from airflow_provider_kafkaspark.errors import (
     JobNotFoundError,
     RefusedError,
 )
-from airflow_provider_kafkaspark.local.process import proc_cmdline
 from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster
-from tests.cluster.yarn_apps import submit
-
-T = TypeVar("T")
-
-
-@pytest.fixture(scope="module")
-def yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalYarnCluster]:
-    with LocalYarnCluster(tmp_path_factory.mktemp("yarn")) as cluster:
-        yield cluster
-
-
-def wait(what: str, probe: Callable[[], T], done: Callable[[T], bool], timeout_s: float) -> T:
-    deadline = time.monotonic() + timeout_s
-    seen = probe()
-    while not done(seen):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up after {timeout_s:g}s waiting for {what}; last: {seen}")
-        time.sleep(1)
-        seen = probe()
-    return seen
+from tests.cluster.yarn_apps import application_master_pids, submit, wait
 
 
 def state(ref: YarnJobRef) -> tuple[str, str]:
@@ -54,18 +31,6 @@ def test_a_pyspark_application_runs_in_cluster_mode(yarn: LocalYarnCluster, tmp_
     final = wait("the application to finish", lambda: state(ref), lambda s: s[0] == "FINISHED", 240)
     assert final == ("FINISHED", "SUCCEEDED"), yarn_rest.application(ref).get("diagnostics")
     assert out.read_text() == "499500\n"
-
-
-def application_master_pids(app_id: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            command = proc_cmdline(int(entry.name))
-            # The JVM itself, not the container's launch script that started it.
-            is_java = command.split(b"\0", 1)[0].endswith(b"/java")
-            if is_java and b"yarn.ApplicationMaster" in command and app_id.encode() in command:
-                found.append(int(entry.name))
-    return found
 
 
 def test_yarn_restarts_a_killed_driver_and_a_rest_kill_ends_it(

@@ -6,9 +6,15 @@ import os
 import re
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+from airflow_provider_kafkaspark.local.process import proc_cmdline
 from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster
+
+T = TypeVar("T")
 
 APP = """\
 import sys, time
@@ -62,3 +68,26 @@ def submit(
     if done.returncode != 0 or not found:
         raise RuntimeError(f"spark-submit failed ({done.returncode}):\n{output[-4000:]}")
     return str(found[-1])
+
+
+def wait(what: str, probe: Callable[[], T], done: Callable[[T], bool], timeout_s: float) -> T:
+    deadline = time.monotonic() + timeout_s
+    seen = probe()
+    while not done(seen):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up after {timeout_s:g}s waiting for {what}; last: {seen}")
+        time.sleep(1)
+        seen = probe()
+    return seen
+
+
+def application_master_pids(app_id: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            command = proc_cmdline(int(entry.name))
+            # The JVM itself, not the container's launch script that started it.
+            is_java = command.split(b"\0", 1)[0].endswith(b"/java")
+            if is_java and b"yarn.ApplicationMaster" in command and app_id.encode() in command:
+                found.append(int(entry.name))
+    return found

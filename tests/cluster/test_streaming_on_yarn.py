@@ -1,0 +1,234 @@
+"""The streaming job's lifecycle with its driver in a YARN application master, through the
+Airflow operators and a `spark` connection (master yarn, deploy-mode cluster): submit, YARN
+restarting a killed driver, a restart window (stop with savepoint, restore as a new
+application), and a stop; state on S3, the provider's code shipped with each submit, and the
+sink's output read `read_committed` for duplicates and missing counts.
+
+The figures (submit to first committed batch, YARN's restart of a killed driver, the restart
+window's downtime) are printed and written to `yarn_figures.json` in the test's folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from airflow.sdk import Context
+
+from airflow_provider_kafkaspark.backends import driver_status, yarn_rest
+from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.core.job_ref import YarnJobRef, job_ref_from_dict
+from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
+from airflow_provider_kafkaspark.core.storage import s3_options_scope
+from airflow_provider_kafkaspark.examples.access_events import (
+    AccessEvent,
+    generate_events,
+    produce_events,
+)
+from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
+from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from airflow_provider_kafkaspark.local.s3 import LocalS3Server
+from airflow_provider_kafkaspark.local.spark import spark_jars_option
+from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster, node_python_has_package
+from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
+from airflow_provider_kafkaspark.operators.submit import (
+    RestoreStreamingJobOperator,
+    SubmitStreamingJobOperator,
+)
+from tests.cluster.yarn_apps import application_master_pids, wait
+from tests.conftest import S3_BUCKET
+from tests.integration.kafka_util import create_topic, read_all_values
+
+SOURCE, SINK = "yarn_source", "yarn_sink"
+
+
+@pytest.fixture
+def connections(
+    monkeypatch: pytest.MonkeyPatch,
+    yarn: LocalYarnCluster,
+    kafka_cluster: LocalKafkaCluster,
+    s3_server: LocalS3Server,
+) -> None:
+    """The three official connection types, and a worker environment that has spark-submit
+    and the cluster's client configuration, but no AWS variables."""
+    for key in list(os.environ):
+        if key.startswith("AWS_"):
+            monkeypatch.delenv(key)
+    extra = {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": yarn.web_url}
+    conns: dict[str, dict[str, Any]] = {
+        "spark_yarn": {"conn_type": "spark", "host": "yarn", "extra": extra},
+        "kafka_yarn": {
+            "conn_type": "kafka",
+            "extra": {"bootstrap.servers": kafka_cluster.bootstrap_servers},
+        },
+        "s3_yarn": s3_server.aws_connection(),
+    }
+    for name, value in conns.items():
+        monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
+    for key, setting in yarn.client_environment().items():
+        monkeypatch.setenv(key, setting)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def committed(checkpoint: str) -> int:
+    try:
+        return CheckpointReader(checkpoint).position().latest_committed or -1
+    except Exception:  # noqa: BLE001 - not written yet
+        return -1
+
+
+def read_to_end(checkpoint: str, kafka: KafkaFacade) -> bool:
+    return caught_up(CheckpointReader(checkpoint).position(), end_offsets(kafka, [SOURCE]))
+
+
+def lease_owner(checkpoint: str) -> str | None:
+    lease = ControlFolder(checkpoint).read_lease()
+    return None if lease is None else lease.owner_id
+
+
+def test_submit_restart_restore_and_stop_on_yarn(
+    connections: None,
+    yarn: LocalYarnCluster,
+    kafka_cluster: LocalKafkaCluster,
+    s3_server: LocalS3Server,
+    tmp_path: Path,
+) -> None:
+    # The containers' Python lacks the provider: it can only come from what a submit ships.
+    assert not node_python_has_package(yarn.node_python)
+    bootstrap = kafka_cluster.bootstrap_servers
+    create_topic(bootstrap, SOURCE, 3)
+    create_topic(bootstrap, SINK, 3)
+    events = list(generate_events(6_000, seed=47))
+    produce_events(bootstrap, SOURCE, events)
+    base = f"s3://{S3_BUCKET}/{tmp_path.name}"
+    checkpoint, savepoints = f"{base}/checkpoint", f"{base}/savepoints"
+    spec = job_spec_dict(
+        bootstrap_servers="from-connection:9092",
+        checkpoint=checkpoint,
+        job_name="yarn_ip_count",
+        source_topic=SOURCE,
+        sink_topic=SINK,
+        trigger_interval="2 seconds",
+        max_offsets_per_trigger=600,
+    )
+    spec["spark_conf"] = {"spark.sql.shuffle.partitions": "2"}
+    spec["lease_ttl_s"] = 20
+    common: dict[str, Any] = {
+        "job_spec": spec,
+        "kafka_conn_id": "kafka_yarn",
+        "spark_conn_id": "spark_yarn",
+        "aws_conn_id": "s3_yarn",
+        "jars": spark_jars_option(s3a=True),
+        "workdir": str(tmp_path / "jobs"),
+        "max_restarts": 3,
+    }
+    figures: dict[str, float] = {}
+    kafka = KafkaFacade({"bootstrap.servers": bootstrap})
+    s3 = s3_server.storage_options()
+
+    t0 = time.monotonic()
+    handle = SubmitStreamingJobOperator(task_id="submit", **common).execute(cast(Context, {}))
+    figures["spark_submit_s"] = time.monotonic() - t0
+    ref = job_ref_from_dict(handle["job_ref"])
+    assert isinstance(ref, YarnJobRef) and handle["mode"] == "yarn"
+    assert ref.resource_manager == yarn.web_url and "pid" not in handle
+    with s3_options_scope(s3):
+        wait("a first committed batch", lambda: committed(checkpoint), lambda n: n >= 0, 300)
+        figures["submit_to_first_commit_s"] = time.monotonic() - t0
+        first_owner = lease_owner(checkpoint)
+
+        # The driver dies with its container; YARN, not this host, starts it again.
+        (am_pid,) = application_master_pids(ref.application_id)
+        before = committed(checkpoint)
+        killed_at = time.monotonic()
+        os.kill(am_pid, signal.SIGKILL)
+        wait("a second attempt", lambda: len(yarn_rest.attempts(ref)), lambda n: n >= 2, 240)
+        wait(
+            "a batch of the restarted driver",
+            lambda: committed(checkpoint),
+            lambda n: n > before,
+            300,
+        )
+        figures["yarn_restart_to_next_commit_s"] = time.monotonic() - killed_at
+        assert lease_owner(checkpoint) not in (None, first_owner)
+        assert driver_status(ref).alive is True
+        wait(
+            "the source read to its end",
+            lambda: caught_up(
+                CheckpointReader(checkpoint).position(), end_offsets(kafka, [SOURCE])
+            ),
+            bool,
+            300,
+        )
+
+    def stop(task_id: str, job_handle: dict[str, Any]) -> dict[str, Any]:
+        context: dict[str, Any] = {"outlet_events": defaultdict(SimpleNamespace)}
+        return StopStreamingJobOperator(
+            task_id=task_id,
+            checkpoint=checkpoint,
+            job_name="yarn_ip_count",
+            savepoint_root=savepoints,
+            handle=job_handle,
+            aws_conn_id="s3_yarn",
+            deferrable=False,
+            poll_interval_s=0.5,
+        ).execute(cast(Context, context))
+
+    # The restart window: stop with a savepoint, restore it as a new YARN application.
+    window_start = time.monotonic()
+    stopped = stop("stop", handle)
+    assert stopped["stopped"]["clean"] is True, stopped
+    figures["stop_and_savepoint_s"] = time.monotonic() - window_start
+    final = wait(
+        "the application's end",
+        lambda: yarn_rest.application(ref)["state"],
+        lambda s: s not in yarn_rest.ACTIVE_STATES,
+        120,
+    )
+    assert final == "FINISHED" and yarn_rest.application(ref)["finalStatus"] == "SUCCEEDED"
+
+    flush_ms = max(e.event_time_ms for e in events) + 60_000
+    produce_events(bootstrap, SOURCE, [AccessEvent("255.255.255.255", flush_ms, "/", 200)])
+    last = stopped["stopped"]["last_committed_batch"]
+    restored = RestoreStreamingJobOperator(
+        task_id="restore", savepoint_root=savepoints, restore_from=stopped["savepoint_id"], **common
+    ).execute(cast(Context, {}))
+    ref2 = job_ref_from_dict(restored["job_ref"])
+    assert isinstance(ref2, YarnJobRef) and ref2.application_id != ref.application_id
+    with s3_options_scope(s3):
+        wait("the restored driver's batch", lambda: committed(checkpoint), lambda n: n > last, 300)
+        figures["restart_window_downtime_s"] = time.monotonic() - window_start
+        wait(
+            "the flush event read",
+            lambda: caught_up(
+                CheckpointReader(checkpoint).position(), end_offsets(kafka, [SOURCE])
+            ),
+            bool,
+            300,
+        )
+    assert stop("stop_again", restored)["stopped"]["clean"] is True
+
+    seen: Counter[tuple[int, str]] = Counter()
+    counts: dict[tuple[int, str], int] = {}
+    for value in read_all_values(bootstrap, SINK, 3):
+        row = json.loads(value)
+        key = (int(row["window_start_ms"]), str(row["ip"]))
+        seen[key] += 1
+        counts[key] = int(row["count"])
+    duplicates = sum(n - 1 for n in seen.values())
+    expected = expected_counts(events, closed_before_ms=flush_ms - 10_000)
+    missing = sum(1 for k in expected if k not in counts)
+    figures.update(duplicates=duplicates, missing=missing, windows=len(expected))
+    (tmp_path / "yarn_figures.json").write_text(json.dumps(figures, indent=2))
+    print("YARN figures:", json.dumps(figures))
+    assert duplicates == 0 and missing == 0
+    assert counts == expected
