@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from airflow_provider_kafkaspark.commands import checkpoint, kafka, local, savepoint
+from airflow_provider_kafkaspark.commands import checkpoint, job, kafka, local, savepoint
 from airflow_provider_kafkaspark.commands.output import EXIT_BAD_INPUT, EXIT_ERROR
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError
 
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok, 1 error, 2 bad input, 3 findings",
     )
     groups = parser.add_subparsers(dest="group", required=True)
-    for module in (local, checkpoint, savepoint, kafka):
+    for module in (local, job, checkpoint, savepoint, kafka):
         module.add_parser(groups)
     return parser
 

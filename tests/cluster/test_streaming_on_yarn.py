@@ -46,6 +46,7 @@ from airflow_provider_kafkaspark.operators.submit import (
 )
 from tests.cluster.yarn_apps import application_master_pids, wait
 from tests.conftest import S3_BUCKET
+from tests.integration.cli_util import cli
 from tests.integration.kafka_util import create_topic, read_all_values
 
 SOURCE, SINK = "yarn_source", "yarn_sink"
@@ -161,6 +162,11 @@ def test_submit_restart_restore_and_stop_on_yarn(
         figures["yarn_restart_to_next_commit_s"] = time.monotonic() - killed_at
         assert lease_owner(checkpoint) not in (None, first_owner)
         assert driver_status(ref).alive is True
+        # What a person at a terminal on any host sees of it, from the reference alone.
+        status = cli("job", "status", json.dumps(handle["job_ref"]), "--json")
+        assert status.returncode == 0, status.stderr
+        seen = json.loads(status.stdout)
+        assert (seen["state"], seen["attempts"], seen["alive"]) == ("RUNNING", 2, True)
         wait(
             "the source read to its end",
             lambda: caught_up(

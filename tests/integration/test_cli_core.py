@@ -5,20 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from tests.integration.cli_util import cli
 from tests.integration.spark_checkpoints import MadeCheckpoint
-
-KAFKASPARK = str(Path(sys.executable).parent / "kafkaspark")
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [KAFKASPARK, *args], capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 def test_inspect_table_and_json(made_checkpoints: dict[str, MadeCheckpoint]) -> None:

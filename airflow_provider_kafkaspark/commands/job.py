@@ -1,0 +1,218 @@
+"""`kafkaspark job submit|status|stop`: the submit, observation and stop the operators run,
+from a terminal. A submit prints the job reference (and writes it with `--ref-out`); status
+and stop take it back, as a file or as JSON text."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_kafkaspark.commands.flags import add_shared, wants_json, with_example
+from airflow_provider_kafkaspark.commands.kafka import kafka_config
+from airflow_provider_kafkaspark.commands.output import EXIT_OK, emit_json, key_values
+from airflow_provider_kafkaspark.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.backends.base import JobBackend
+    from airflow_provider_kafkaspark.core.job_ref import JobRef
+
+
+def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = groups.add_parser("job", help="submit a streaming job, see its driver, stop it")
+    actions = group.add_subparsers(dest="action", required=True)
+
+    submit = actions.add_parser("submit", help="start a job's driver; print its reference")
+    submit.add_argument("spec", help="job spec JSON file")
+    where = submit.add_mutually_exclusive_group()
+    where.add_argument("--master", default="local[2]", help="local[...] or spark://host:port")
+    where.add_argument(
+        "--spark-conn-id",
+        default=None,
+        help="an Airflow `spark` connection (master yarn, deploy-mode cluster: the driver "
+        "runs in YARN)",
+    )
+    submit.add_argument("--jars", default=None, help="jars for spark-submit on YARN (comma list)")
+    submit.add_argument("--workdir", default="/tmp/kafkaspark/jobs", help="local drivers' files")
+    submit.add_argument("--if-running", choices=["fail", "skip", "replace"], default="fail")
+    submit.add_argument("--restore-from", default=None, help="a savepoint id, or latest")
+    submit.add_argument("--savepoint-root", default=None, help="savepoint root URL")
+    submit.add_argument("--restore-mode", default="checkpoint", help="checkpoint|offsets|latest")
+    submit.add_argument("--max-restarts", type=int, default=3, help="driver restarts allowed")
+    submit.add_argument("--no-probe", action="store_true", help="skip the bootstrap probe")
+    submit.add_argument("--ref-out", default=None, help="also write the reference to this file")
+    add_shared(submit, kafka_config_file=True)
+    with_example(
+        submit,
+        "kafkaspark job submit clicks.json --ref-out clicks.ref.json",
+        "kafkaspark job submit clicks.json --spark-conn-id spark_yarn --jars k.jar,s3a.jar",
+    )
+    submit.set_defaults(func=submit_job)
+
+    status = actions.add_parser("status", help="the driver's state, as its backend sees it")
+    status.add_argument("ref", help="a job reference: a file, or its JSON")
+    add_shared(status)
+    with_example(status, "kafkaspark job status clicks.ref.json --json")
+    status.set_defaults(func=job_status)
+
+    stop = actions.add_parser("stop", help="graceful stop through the checkpoint, then a savepoint")
+    stop.add_argument("ref", help="a job reference: a file, or its JSON")
+    stop.add_argument("--drain-timeout", type=float, default=120.0, help="seconds to drain")
+    stop.add_argument(
+        "--force-kill", action="store_true", help="kill the driver after the drain timeout"
+    )
+    stop.add_argument("--savepoint-root", default=None, help="take a savepoint here after")
+    add_shared(stop)
+    with_example(stop, "kafkaspark job stop clicks.ref.json --savepoint-root s3://b/sp")
+    stop.set_defaults(func=stop_job)
+
+
+def read_ref(text: str) -> JobRef:
+    """A reference from a file, or from JSON text (what `submit --json` prints as job_ref)."""
+    from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict
+
+    where = "job reference"
+    raw = text
+    if not text.lstrip().startswith("{"):
+        path = Path(text)
+        try:
+            raw = path.read_text()
+        except OSError as exc:
+            raise InvalidInputError(
+                f"{path}: cannot read the job reference ({exc.strerror})"
+            ) from None
+        where = str(path)
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise InvalidInputError(f"{where}: not JSON") from None
+    if isinstance(value, dict) and "job_ref" in value:
+        value = value["job_ref"]  # a whole submit handle
+    return job_ref_from_dict(value, where)
+
+
+def _backend(args: argparse.Namespace) -> JobBackend:
+    from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
+    from airflow_provider_kafkaspark.backends.yarn import YarnBackend
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+    from airflow_provider_kafkaspark.submit_flow import BackendKind, backend_kind
+
+    master, mode = args.master, None
+    if args.spark_conn_id:
+        master, mode = KafkaSparkHook(spark_conn_id=args.spark_conn_id).spark_connection()
+    kind = backend_kind(master, mode)
+    if kind is BackendKind.YARN:
+        return YarnBackend(args.spark_conn_id, jars=args.jars)
+    if kind is BackendKind.STANDALONE:
+        return StandaloneBackend(master)
+    return LocalBackend(master)
+
+
+def submit_job(args: argparse.Namespace) -> int:
+    from airflow_provider_kafkaspark.backends.base import SubmitOptions
+    from airflow_provider_kafkaspark.core.job_code import check_code_visible, resolve_python_path
+    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.restart import RestartPolicy
+    from airflow_provider_kafkaspark.errors import InvalidArgumentError
+    from airflow_provider_kafkaspark.lifecycle import with_connection
+    from airflow_provider_kafkaspark.submit_flow import (
+        RestoreRequest,
+        SubmitRequest,
+        submit_streaming_job,
+    )
+
+    if args.restore_from and not args.savepoint_root:
+        raise InvalidArgumentError("--restore-from needs --savepoint-root")
+    spec = JobSpec.load(args.spec)
+    spec = resolve_python_path(spec, str(Path(args.spec).resolve().parent))
+    check_code_visible(spec)
+    args.bootstrap_servers = spec.source.bootstrap_servers
+    client = kafka_config(args)
+    settings = {k: str(v) for k, v in client.items() if k != "bootstrap.servers"}
+    spec = with_connection(spec, spec.source.bootstrap_servers, {**spec.kafka_config, **settings})
+    backend = _backend(args)
+    # A driver elsewhere (YARN) gets this terminal's AWS variables; a local one inherits them.
+    aws = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+    request = SubmitRequest(
+        spec=spec,
+        kafka_client=client,
+        options=SubmitOptions(
+            workdir=args.workdir,
+            submitted_by=f"cli:{os.environ.get('USER', 'unknown')}",
+            restart_policy=RestartPolicy(max_restarts=args.max_restarts),
+            env=aws if backend.name == "yarn" else {},
+        ),
+        if_running=args.if_running,
+        probe_bootstrap=not args.no_probe,
+        restore=RestoreRequest(args.savepoint_root, args.restore_from, args.restore_mode)
+        if args.restore_from
+        else None,
+    )
+    handle = submit_streaming_job(backend, request)
+    if args.ref_out:
+        Path(args.ref_out).write_text(json.dumps(handle["job_ref"], indent=2) + "\n")
+    if wants_json(args):
+        emit_json(handle)
+    else:
+        print(key_values(_summary(handle)))
+    return EXIT_OK
+
+
+def _summary(handle: dict[str, Any]) -> dict[str, Any]:
+    keys = ("job_name", "mode", "checkpoint", "since_batch", "pid", "log_file", "application_id")
+    return {k: handle[k] for k in keys if handle.get(k) is not None} | {
+        "job_ref": handle["job_ref"]
+    }
+
+
+def job_status(args: argparse.Namespace) -> int:
+    from airflow_provider_kafkaspark.backends import driver_status
+    from airflow_provider_kafkaspark.core.control import ControlFolder
+
+    ref = read_ref(args.ref)
+    status = driver_status(ref).to_dict()
+    control = ControlFolder(ref.checkpoint)
+    lease = control.live_lease()
+    stopped = control.read_stopped()
+    status["lease"] = lease.describe() if lease else None
+    status["stopped"] = stopped.describe() if stopped else None
+    if wants_json(args):
+        emit_json(status)
+    else:
+        print(key_values(status))
+    return EXIT_OK
+
+
+def stop_job(args: argparse.Namespace) -> int:
+    from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
+    from airflow_provider_kafkaspark.lifecycle import stop_job as stop
+    from airflow_provider_kafkaspark.versions import SPARK_VERSION
+
+    ref = read_ref(args.ref)
+    # Progress on stderr: stdout is the result (JSON with --json).
+    print(f"stopping {ref.job_name}: a stop request in {ref.checkpoint}", file=sys.stderr)
+    stopped = stop(
+        ref.checkpoint,
+        requested_by=f"cli:{os.environ.get('USER', 'unknown')}",
+        reason="kafkaspark job stop",
+        drain_timeout_s=args.drain_timeout,
+        ref=ref,
+        allow_force_kill=args.force_kill,
+    )
+    result: dict[str, Any] = {
+        "job_name": ref.job_name,
+        "stopped": stopped.describe() if stopped else "no driver was running, or it was killed",
+    }
+    if args.savepoint_root:
+        manifest = savepoint_after_stop(
+            ref.checkpoint, args.savepoint_root, ref.job_name, spark_version=SPARK_VERSION
+        )
+        result["savepoint_id"] = manifest.savepoint_id
+    if wants_json(args):
+        emit_json(result)
+    else:
+        print(key_values(result))
+    return EXIT_OK

@@ -1,0 +1,74 @@
+"""`kafkaspark job submit|status|stop` at a terminal, against a real broker and a real local
+driver: the reference a submit writes is what status and stop take, and bad references are
+named with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from tests.integration.cli_util import cli
+from tests.integration.kafka_util import create_topic, produce_numbered
+from tests.integration.runtime_util import committed_batches
+
+TOPIC = "cli_job_source"
+
+
+def test_submit_status_stop_through_the_cli(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    create_topic(bootstrap, TOPIC, 2)
+    produce_numbered(bootstrap, TOPIC, 400)
+    checkpoint = str(tmp_path / "checkpoint")
+    spec = {
+        "job_name": "cli_job",
+        "source": {"bootstrap_servers": bootstrap, "subscribe": [TOPIC]},
+        "sql": "SELECT partition, offset FROM source",
+        "sink": {"kind": "parquet", "path": str(tmp_path / "out")},
+        "checkpoint_location": checkpoint,
+        "trigger_interval": "1 second",
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    ref_file = tmp_path / "cli_job.ref.json"
+    submitted = cli(
+        "job", "submit", str(tmp_path / "spec.json"), "--master", "local[1]",
+        "--workdir", str(tmp_path / "jobs"), "--ref-out", str(ref_file), "--json",
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    handle = json.loads(submitted.stdout)
+    assert json.loads(ref_file.read_text()) == handle["job_ref"]
+    assert handle["job_ref"]["backend"] == "local" and handle["job_ref"]["pid"] == handle["pid"]
+    try:
+        deadline = time.monotonic() + 180
+        while committed_batches(checkpoint) < 0:
+            assert time.monotonic() < deadline, Path(handle["log_file"]).read_text()[-3000:]
+            time.sleep(1)
+        status = cli("job", "status", str(ref_file), "--json")
+        assert status.returncode == 0, status.stderr
+        seen = json.loads(status.stdout)
+        assert seen["alive"] is True and seen["state"] == "running"
+        assert seen["lease"] and "cli_job" in seen["lease"]
+    finally:
+        stopped = cli(
+            "job", "stop", str(ref_file), "--savepoint-root", str(tmp_path / "sp"), "--json"
+        )
+    assert stopped.returncode == 0, stopped.stderr
+    result = json.loads(stopped.stdout)
+    assert "clean" in result["stopped"] and result["savepoint_id"].startswith("cli_job-")
+    after = json.loads(cli("job", "status", str(ref_file), "--json").stdout)
+    assert after["alive"] is False and after["lease"] is None
+    assert "stop" in after["stopped"]
+
+
+def test_bad_references_exit_2_naming_what_is_wrong(tmp_path: Path) -> None:
+    missing = cli("job", "status", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2 and "nope.json: cannot read" in missing.stderr
+    partial = cli("job", "status", '{"backend": "yarn", "job_name": "j"}')
+    assert partial.returncode == 2
+    assert "yarn reference lacks application_id, checkpoint, resource_manager" in partial.stderr
+    other = json.dumps({"backend": "k8s", "job_name": "j"})
+    wrong = cli("job", "stop", other)
+    assert wrong.returncode == 2 and "backend 'k8s' is not one of" in wrong.stderr
