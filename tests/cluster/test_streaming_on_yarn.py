@@ -165,8 +165,8 @@ def test_submit_restart_restore_and_stop_on_yarn(
         # What a person at a terminal on any host sees of it, from the reference alone.
         status = cli("job", "status", json.dumps(handle["job_ref"]), "--json")
         assert status.returncode == 0, status.stderr
-        seen = json.loads(status.stdout)
-        assert (seen["state"], seen["attempts"], seen["alive"]) == ("RUNNING", 2, True)
+        shown = json.loads(status.stdout)
+        assert (shown["state"], shown["attempts"], shown["alive"]) == ("RUNNING", 2, True)
         wait(
             "the source read to its end",
             lambda: caught_up(
