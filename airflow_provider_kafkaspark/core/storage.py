@@ -205,6 +205,14 @@ def _unreachable(exc: BaseException) -> bool:
     )
 
 
+def _no_credentials(exc: BaseException) -> bool:
+    """botocore's NoCredentialsError (and its kin), without importing botocore."""
+    return any(
+        c.__module__.startswith("botocore") and c.__name__ == "NoCredentialsError"
+        for c in type(exc).__mro__
+    )
+
+
 class _StoreErrors:
     """An object store's file system whose calls raise this package's errors, naming the
     location's URL, where the store refuses access or does not answer (s3fs raises a bare
@@ -230,6 +238,11 @@ class _StoreErrors:
                     f"(the task's aws connection, or the AWS variables) and the bucket's policy"
                 ) from None
             except Exception as exc:
+                if _no_credentials(exc):
+                    raise StorageAccessError(
+                        f"{self._url}: no credentials for the store; give the task an aws "
+                        f"connection, or set the AWS variables"
+                    ) from None
                 if _unreachable(exc):
                     raise StorageUnavailableError(
                         f"{self._url}: the store did not answer ({type(exc).__name__}: {exc})"

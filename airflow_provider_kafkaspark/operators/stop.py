@@ -39,12 +39,17 @@ def savepoint_outlets(job_name: str) -> list[Asset | AssetAlias]:
 class StopStreamingJobOperator(BaseOperator):
     """Stop a streaming job through its control folder and keep a savepoint.
 
+    The job is named by ``handle`` (the submit operator's output: its ``job_ref`` names the
+    job, its checkpoint and where its driver runs) or by ``checkpoint`` and ``job_name``.
     Waits for the driver's `stopped.json` (the batch in flight drains first), in the task or,
     with ``deferrable=True``, in the triggerer (`StreamingStopTrigger`). After
-    ``drain_timeout_s`` the driver is killed only if ``allow_force_kill`` (Spark then
-    re-runs the interrupted batch on restore). Returns the savepoint's small summary and
-    emits an event on ``savepoint_asset(job_name)``. ``aws_conn_id``: an official-provider
-    ``aws`` connection for a checkpoint or savepoints on S3 (also used by the trigger).
+    ``drain_timeout_s`` the driver is killed only if ``allow_force_kill``, through its backend
+    (a local process only from the host that started it, a YARN application through its
+    ResourceManager); Spark then re-runs the interrupted batch on restore. Returns the
+    savepoint's small summary and emits an event on ``savepoint_asset(job_name)`` (through
+    the ``kafkaspark-savepoints`` alias when the name comes from the handle). ``aws_conn_id``:
+    an official-provider ``aws`` connection for a checkpoint or savepoints on S3 (also used
+    by the trigger).
     """
 
     template_fields: Sequence[str] = ("checkpoint", "job_name", "savepoint_root", "handle")
@@ -53,9 +58,9 @@ class StopStreamingJobOperator(BaseOperator):
     def __init__(
         self,
         *,
-        checkpoint: str,
-        job_name: str,
         savepoint_root: str,
+        checkpoint: str | None = None,
+        job_name: str | None = None,
         handle: dict[str, Any] | str | None = None,
         drain_timeout_s: float = 120.0,
         allow_force_kill: bool = False,
@@ -65,12 +70,23 @@ class StopStreamingJobOperator(BaseOperator):
         aws_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("outlets", savepoint_outlets(job_name))
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError
+
+        if handle is None and not (checkpoint and job_name):
+            raise InvalidArgumentError(
+                f"{kwargs.get('task_id')}: give handle (the submit's output, whose job_ref names "
+                f"the job and its checkpoint), or checkpoint and job_name"
+            )
+        # A job named only by the handle is known at run time: the alias carries its Asset.
+        kwargs.setdefault(
+            "outlets", savepoint_outlets(job_name) if job_name else [savepoints_alias()]
+        )
         # Each key of the result is its own XCom too: stop.output["savepoint_id"].
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
-        self.checkpoint = checkpoint
-        self.job_name = job_name
+        # "" until the handle's reference names them (at run time).
+        self.checkpoint = checkpoint or ""
+        self.job_name = job_name or ""
         self.savepoint_root = savepoint_root
         self.handle = handle
         self.drain_timeout_s = drain_timeout_s
@@ -95,9 +111,9 @@ class StopStreamingJobOperator(BaseOperator):
         from airflow_provider_kafkaspark.core.job_ref import job_ref_to_dict
         from airflow_provider_kafkaspark.lifecycle import begin_stop, check_stop
 
-        # After rendering, before anything is written: both are templated.
-        self._check_job_name()
+        # After rendering, before anything is written: all three are templated.
         ref = self._job_ref()
+        self._check_job_name()
         started = begin_stop(
             self.checkpoint,
             requested_by=f"airflow:{self.dag_id}.{self.task_id}",
@@ -141,15 +157,17 @@ class StopStreamingJobOperator(BaseOperator):
 
         state = event.get("state")
         with airflow_errors(self.task_id), self._storage():
+            ref = self._job_ref()  # names the job when only the handle did
             if state == "stopped":
                 return self._finish(context, ControlFolder(self.checkpoint).read_stopped())
             if state == "timeout":
-                return self._after_timeout(context, self._job_ref())
+                return self._after_timeout(context, ref)
         raise AirflowFailException(f"stop of {self.job_name} failed: {event.get('reason')}")
 
     def _job_ref(self) -> JobRef | None:
         """The driver's reference from `handle`: the submit operator's XCom (its `job_ref`),
-        a job reference itself, or a handle naming a pid of this host (older submits)."""
+        a job reference itself, or a handle naming a pid of this host (older submits). A
+        checkpoint or job name not given is the reference's."""
         import socket
 
         from airflow_provider_kafkaspark.core.job_ref import check_ref_names, ref_from_handle
@@ -161,6 +179,14 @@ class StopStreamingJobOperator(BaseOperator):
             handle = parse_mapping(self.handle, where, "the submit operator's handle (a dict)")
         except InvalidInputError as exc:
             raise InvalidArgumentError(str(exc)) from None
+        if not (self.checkpoint and self.job_name):
+            named = ref_from_handle(handle, job_name="", checkpoint="", host="", where=where)
+            if named is None or not named.job_name:
+                raise InvalidArgumentError(
+                    f"{where}: no job_ref in it, so give checkpoint and job_name"
+                )
+            self.checkpoint = self.checkpoint or named.checkpoint
+            self.job_name = self.job_name or named.job_name
         ref = ref_from_handle(
             handle,
             job_name=self.job_name,

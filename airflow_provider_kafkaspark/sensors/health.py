@@ -49,6 +49,8 @@ class StreamingHealthSensor(BaseSensorOperator):
     """Wait until the checkpoint commits `min_new_batches` new batches and is healthy.
 
     :param checkpoint: checkpoint location (path or fsspec URL). Templated.
+    :param handle: the submit operator's output instead: its ``checkpoint`` and
+        ``since_batch`` apply unless given here. Templated.
     :param kafka_conn_id: an official-provider `kafka` connection. Templated.
     :param since_batch: the latest committed batch when the job was submitted (None: none
         was); a rendered template string such as "12" or "None" is accepted. Templated.
@@ -72,14 +74,21 @@ class StreamingHealthSensor(BaseSensorOperator):
         (without one, the standard AWS variables and files apply).
     """
 
-    template_fields: Sequence[str] = ("checkpoint", "since_batch", "kafka_conn_id", "since_ms")
+    template_fields: Sequence[str] = (
+        "checkpoint",
+        "since_batch",
+        "kafka_conn_id",
+        "since_ms",
+        "handle",
+    )
     valid_modes: Sequence[str] = ("poke",)
     ui_color = "#d6eaf8"
 
     def __init__(
         self,
         *,
-        checkpoint: str,
+        checkpoint: str | None = None,
+        handle: dict[str, Any] | str | None = None,
         kafka_conn_id: str = "kafka_default",
         since_batch: int | str | None = None,
         since_ms: int | str | None = None,
@@ -103,7 +112,12 @@ class StreamingHealthSensor(BaseSensorOperator):
             kwargs["poke_interval"] = poll_interval_s
         kwargs.setdefault("poke_interval", _DEFAULT_POLL_S)
         super().__init__(**kwargs)
-        self.checkpoint = checkpoint
+        if not checkpoint and handle is None:
+            raise InvalidArgumentError(
+                f"{self.task_id}: give checkpoint, or handle (the submit operator's output)"
+            )
+        self.checkpoint = checkpoint or ""  # "" until the handle names it, at run time
+        self.handle = handle
         self.kafka_conn_id = kafka_conn_id
         self.since_batch = since_batch
         self.since_ms = since_ms
@@ -128,6 +142,26 @@ class StreamingHealthSensor(BaseSensorOperator):
 
     # -- inputs ------------------------------------------------------------------------------
 
+    def apply_handle(self) -> None:
+        """Take the checkpoint and since_batch from `handle` where not given (after
+        rendering); a handle without a checkpoint fails the task naming it."""
+        from airflow_provider_kafkaspark.core.xcom_values import parse_mapping
+
+        where = f"{self.task_id}.handle"
+        try:
+            handle = parse_mapping(self.handle, where, "the submit operator's output (a dict)")
+        except InvalidInputError as exc:
+            raise AirflowFailException(str(exc)) from exc
+        if handle is None:
+            return
+        if not self.checkpoint:
+            checkpoint = handle.get("checkpoint")
+            if not isinstance(checkpoint, str) or not checkpoint:
+                raise AirflowFailException(f"{where}: no checkpoint in it; give checkpoint")
+            self.checkpoint = checkpoint
+        if self.since_batch is None:
+            self.since_batch = handle.get("since_batch")
+
     def resolved_since(self) -> tuple[int | None, int | None]:
         """(since_batch, since_ms) after templating: Jinja renders an XCom int as "12" and
         None as "None". Bad values fail the task without retries (the input is wrong)."""
@@ -142,6 +176,7 @@ class StreamingHealthSensor(BaseSensorOperator):
     # -- execution ---------------------------------------------------------------------------
 
     def execute(self, context: Context) -> Any:
+        self.apply_handle()
         if self.deferrable:
             from airflow_provider_kafkaspark.core.control import now_ms
             from airflow_provider_kafkaspark.triggers.health import StreamingHealthTrigger
@@ -190,6 +225,7 @@ class StreamingHealthSensor(BaseSensorOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger: healthy returns the summary, the rest raise."""
+        self.apply_handle()
         if event is None:
             raise AirflowException(f"{self.task_id}: the health trigger sent no event")
         try:

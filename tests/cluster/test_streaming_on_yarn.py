@@ -44,6 +44,7 @@ from airflow_provider_kafkaspark.operators.submit import (
     RestoreStreamingJobOperator,
     SubmitStreamingJobOperator,
 )
+from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
 from tests.cluster.yarn_apps import application_master_pids, wait
 from tests.conftest import S3_BUCKET
 from tests.integration.cli_util import cli
@@ -78,6 +79,13 @@ def connections(
     for key, setting in yarn.client_environment().items():
         monkeypatch.setenv(key, setting)
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+
+
+class OutletEvents(SimpleNamespace):
+    """What a task's `outlet_events[...]` accessor takes: `extra`, and `add` for an alias."""
+
+    def add(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
+        self.added = (asset, extra)
 
 
 def committed(checkpoint: str) -> int:
@@ -163,7 +171,13 @@ def test_submit_restart_restore_and_stop_on_yarn(
         assert lease_owner(checkpoint) not in (None, first_owner)
         assert driver_status(ref).alive is True
         # What a person at a terminal on any host sees of it, from the reference alone.
-        status = cli("job", "status", json.dumps(handle["job_ref"]), "--json")
+        ref_text = json.dumps(handle["job_ref"])
+        # Without credentials the lease on S3 cannot be read: a typed error naming the URL.
+        refused = cli("job", "status", ref_text)
+        assert refused.returncode == 2 and f"{checkpoint}" in refused.stderr, refused.stderr
+        assert "no credentials" in refused.stderr and "Traceback" not in refused.stderr
+        person = {**os.environ, **s3_server.aws_environment()}
+        status = cli("job", "status", ref_text, "--json", env=person)
         assert status.returncode == 0, status.stderr
         shown = json.loads(status.stdout)
         assert (shown["state"], shown["attempts"], shown["alive"]) == ("RUNNING", 2, True)
@@ -177,11 +191,10 @@ def test_submit_restart_restore_and_stop_on_yarn(
         )
 
     def stop(task_id: str, job_handle: dict[str, Any]) -> dict[str, Any]:
-        context: dict[str, Any] = {"outlet_events": defaultdict(SimpleNamespace)}
+        context: dict[str, Any] = {"outlet_events": defaultdict(OutletEvents)}
+        # The handle alone names the job, its checkpoint and its YARN application.
         return StopStreamingJobOperator(
             task_id=task_id,
-            checkpoint=checkpoint,
-            job_name="yarn_ip_count",
             savepoint_root=savepoints,
             handle=job_handle,
             aws_conn_id="s3_yarn",
@@ -213,6 +226,18 @@ def test_submit_restart_restore_and_stop_on_yarn(
     with s3_options_scope(s3):
         wait("the restored driver's batch", lambda: committed(checkpoint), lambda n: n > last, 300)
         figures["restart_window_downtime_s"] = time.monotonic() - window_start
+    healthy = StreamingHealthSensor(
+        task_id="health",
+        handle=restored,
+        kafka_conn_id="kafka_yarn",
+        aws_conn_id="s3_yarn",
+        min_new_batches=1,
+        poll_interval_s=1,
+        timeout=240,
+        deferrable=False,
+    ).execute(cast(Context, {}))
+    assert healthy["state"] == "healthy", healthy
+    with s3_options_scope(s3):
         wait(
             "the flush event read",
             lambda: caught_up(

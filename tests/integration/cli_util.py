@@ -9,7 +9,9 @@ from pathlib import Path
 KAFKASPARK = str(Path(sys.executable).parent / "kafkaspark")
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [KAFKASPARK, *args], capture_output=True, text=True, timeout=timeout, check=False
+        [KAFKASPARK, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env
     )

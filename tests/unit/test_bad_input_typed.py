@@ -258,7 +258,39 @@ def test_a_stop_refuses_a_reference_of_another_job(tmp_path: Path) -> None:
     assert isinstance(caught.value.__cause__, InvalidArgumentError)
 
 
-@pytest.mark.parametrize("job_name", ["../other_job", "a/b", ".hidden", ""])
+def test_a_stop_that_names_no_job_fails_when_the_dag_is_parsed(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="give handle"):
+        stop(tmp_path, job_name="")
+    with pytest.raises(InvalidArgumentError, match="give checkpoint, or handle"):
+        StreamingHealthSensor(task_id="health")
+
+
+def test_a_handle_without_a_job_ref_cannot_name_the_job(tmp_path: Path) -> None:
+    task = stop(tmp_path, job_name="", checkpoint="", handle={"pid": 12})
+    with pytest.raises(AirflowFailException, match="no job_ref in it"):
+        task.execute(context())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_handle_names_the_job_checkpoint_and_since_batch(tmp_path: Path) -> None:
+    ref = {
+        "backend": "yarn",
+        "job_name": "from_ref",
+        "checkpoint": str(tmp_path / "cp"),
+        "application_id": "application_1_0004",
+        "resource_manager": "http://rm:8088",
+    }
+    handle = {"job_ref": ref, "checkpoint": str(tmp_path / "cp"), "since_batch": 7}
+    task = StopStreamingJobOperator(task_id="stop", savepoint_root="/sp", handle=handle)
+    assert [o.name for o in task.outlets] == ["kafkaspark-savepoints"]
+    assert task._job_ref() is not None and task.job_name == "from_ref"
+    assert task.checkpoint == str(tmp_path / "cp")
+    sensor = StreamingHealthSensor(task_id="health", handle=json.dumps(handle))
+    sensor.apply_handle()
+    assert sensor.checkpoint == str(tmp_path / "cp") and sensor.resolved_since() == (7, None)
+
+
+@pytest.mark.parametrize("job_name", ["../other_job", "a/b", ".hidden"])
 def test_a_stop_job_name_with_a_separator_writes_nothing(tmp_path: Path, job_name: str) -> None:
     with pytest.raises(AirflowFailException, match="job_name") as caught:
         stop(tmp_path, job_name=job_name).execute(context())
