@@ -176,10 +176,9 @@ def local_yarn(args: argparse.Namespace) -> int:
     )
     if args.action == "start":
         cluster.start(timeout=args.timeout)
-        print(
-            f"YARN is up: ResourceManager {cluster.web_url}; for spark-submit "
-            f"HADOOP_CONF_DIR={cluster.conf_dir}"
-        )
+        exports = " ".join(f"{k}={v}" for k, v in cluster.client_environment().items())
+        print(f"YARN is up: ResourceManager {cluster.web_url}; for spark-submit:")
+        print(f"export {exports}")
         return EXIT_OK
     if args.action == "stop":
         cluster.stop()
