@@ -41,11 +41,18 @@ DEFAULT_BUNDLES = ("kafka", "spark-kafka", "s3a")
 
 
 def default_jars_dir() -> Path:
+    """`$KAFKASPARK_JARS_DIR`; else `.cache/jars` of the source tree this runs from; else,
+    for a package installed from a wheel (no source tree around it), the user's cache
+    folder (`$XDG_CACHE_HOME/kafkaspark/jars`, by default `~/.cache/kafkaspark/jars`)."""
     env = os.environ.get(JARS_DIR_ENV)
     if env:
         return Path(env)
     # The source tree's top: airflow_provider_kafkaspark/local/jars.py -> ../../..
-    return Path(__file__).resolve().parents[2] / ".cache" / "jars"
+    top = Path(__file__).resolve().parents[2]
+    if (top / "pyproject.toml").is_file():
+        return top / ".cache" / "jars"
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "kafkaspark" / "jars"
 
 
 def find_java() -> Path:

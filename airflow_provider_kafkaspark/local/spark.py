@@ -60,7 +60,9 @@ def local_spark_session(
     `s3a`, Hadoop's S3A) jars: in local mode, or in client mode against a cluster's master."""
     find_java()
     check_pyspark_version()
-    jars = spark_jars_option(jars_dir, s3a=s3a)
+    # A job that names its jars (`spark.jars` in its spark_conf) needs none resolved here.
+    given = (conf or {}).get("spark.jars")
+    jars = given or spark_jars_option(jars_dir, s3a=s3a)
     for key, value in python_env(master).items():
         os.environ.setdefault(key, value)
 

@@ -89,6 +89,16 @@ def test_jars_dir_env_overrides_default(tmp_path: Path, monkeypatch: pytest.Monk
     assert jars.default_jars_dir().parts[-2:] == (".cache", "jars")
 
 
+def test_an_installed_package_keeps_jars_in_the_user_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(jars.JARS_DIR_ENV, raising=False)
+    installed = tmp_path / "site-packages" / "airflow_provider_kafkaspark" / "local" / "jars.py"
+    monkeypatch.setattr(jars, "__file__", str(installed))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert jars.default_jars_dir() == tmp_path / "cache" / "kafkaspark" / "jars"
+
+
 def test_pom_excludes_transitive_dependencies_only_when_asked() -> None:
     flat = _pom("x", ("g:a:1", "g:b:2"), transitive=False)
     deep = _pom("x", ("g:a:1",), transitive=True)
