@@ -19,19 +19,20 @@ from airflow_provider_kafkaspark.core.job_ref import (
 )
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
-from airflow_provider_kafkaspark.local.process import pid_alive
+from airflow_provider_kafkaspark.local.process import pid_alive, reap
 
 
 class LocalBackend:
     """Drivers started on this host (`master` local[...], or a cluster's in client mode)."""
 
     name = "local"
+    ref_type: type[LocalJobRef] = LocalJobRef
 
     def __init__(self, master: str = "local[2]") -> None:
         self.master = master
 
     def _ref(self, spec: JobSpec, pid: int, log_file: str) -> LocalJobRef:
-        return LocalJobRef(
+        return self.ref_type(
             job_name=spec.job_name,
             checkpoint=spec.checkpoint_location,
             host=socket.gethostname(),
@@ -77,10 +78,7 @@ class LocalBackend:
             return
         deadline = time.monotonic() + 30
         while pid_alive(local.pid) and time.monotonic() < deadline:
-            try:
-                os.waitpid(local.pid, os.WNOHANG)  # reap it if it is our child
-            except ChildProcessError:
-                pass
+            reap(local.pid)
             time.sleep(0.2)
 
 
@@ -90,6 +88,7 @@ class StandaloneBackend(LocalBackend):
     driver in cluster deploy mode.)"""
 
     name = "standalone"
+    ref_type = StandaloneJobRef
 
     def __init__(self, master: str) -> None:
         if not master.startswith("spark://"):
@@ -97,13 +96,3 @@ class StandaloneBackend(LocalBackend):
                 f"the standalone backend needs a spark://host:port master, got {master!r}"
             )
         super().__init__(master)
-
-    def _ref(self, spec: JobSpec, pid: int, log_file: str) -> StandaloneJobRef:
-        return StandaloneJobRef(
-            job_name=spec.job_name,
-            checkpoint=spec.checkpoint_location,
-            host=socket.gethostname(),
-            pid=pid,
-            log_file=log_file,
-            master=self.master,
-        )
