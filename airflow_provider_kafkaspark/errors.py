@@ -118,3 +118,8 @@ class JobNotFoundError(InvalidInputError):
 
 class JobSkippedError(KafkaSparkError):
     """A submit found its job running and was asked to leave it be (if_running='skip')."""
+
+
+class NoLiveBootstrapError(InvalidInputError):
+    """No bootstrap server of a connection answers: the submit fails without retries, as
+    Airflow's permanent failures do (a dead or mistyped list does not heal by waiting)."""

@@ -16,7 +16,7 @@ from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import (
     InvalidArgumentError,
     JobSkippedError,
-    KafkaUnavailableError,
+    NoLiveBootstrapError,
 )
 from airflow_provider_kafkaspark.lifecycle import (
     IF_RUNNING,
@@ -124,7 +124,7 @@ def submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[st
         report = probe_bootstrap(request.kafka_client, timeout_s=request.probe_timeout_s)
         dead = list(report.dead)
         if not report.healthy:
-            raise KafkaUnavailableError(
+            raise NoLiveBootstrapError(
                 f"no bootstrap server of {request.servers_from} answers: "
                 + "; ".join(f"{s.server}: {s.reason}" for s in report.servers)
             )
