@@ -58,6 +58,21 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     yarn.add_argument("--memory-mb", type=int, default=6144, help="NodeManager memory")
     yarn.add_argument("--vcores", type=int, default=4, help="NodeManager virtual cores")
     yarn.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for start")
+    yarn.add_argument(
+        "--role",
+        choices=["both", "resourcemanager", "nodemanager", "client"],
+        default="both",
+        help="this host's part on the multi-host bed (default: both daemons here)",
+    )
+    yarn.add_argument(
+        "--resource-manager", default=None, help="the ResourceManager's host (other roles)"
+    )
+    yarn.add_argument(
+        "--staging-dir", default=None, help="an s3a:// folder where spark-submit stages jobs"
+    )
+    yarn.add_argument(
+        "--node-python", default=None, help="where the containers' Python goes (one path on all)"
+    )
     with_example(yarn, "kafkaspark local yarn start", "kafkaspark local yarn status")
     yarn.set_defaults(func=local_yarn)
 
@@ -155,6 +170,14 @@ def local_jars(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+YARN_ROLES: dict[str, tuple[str, ...]] = {
+    "both": ("resourcemanager", "nodemanager"),
+    "resourcemanager": ("resourcemanager",),
+    "nodemanager": ("nodemanager",),
+    "client": (),
+}
+
+
 def local_yarn(args: argparse.Namespace) -> int:
     from airflow_provider_kafkaspark.local.yarn import STATE_FILE, LocalYarnCluster
 
@@ -164,7 +187,7 @@ def local_yarn(args: argparse.Namespace) -> int:
         print(f"no local YARN cluster in {base} (no {STATE_FILE})")
         return EXIT_FINDINGS
     cluster = (
-        LocalYarnCluster(base)
+        LocalYarnCluster(base, node_python=args.node_python)
         if known
         else LocalYarnCluster(
             base,
@@ -172,6 +195,10 @@ def local_yarn(args: argparse.Namespace) -> int:
             vcores=args.vcores,
             rm_client_port=args.port,
             rm_web_port=args.web_port,
+            roles=YARN_ROLES[args.role],
+            resource_manager=args.resource_manager,
+            staging_dir=args.staging_dir,
+            node_python=args.node_python,
         )
     )
     if args.action == "start":

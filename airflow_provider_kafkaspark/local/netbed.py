@@ -142,13 +142,23 @@ class NetBed:
         return enter_command(self._init_pids[host], argv, cwd)
 
     def run(
-        self, host: str, argv: list[str], *, cwd: str | None = None, timeout: float = 60.0
+        self,
+        host: str,
+        argv: list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 60.0,
     ) -> subprocess.CompletedProcess[str]:
-        """Run `argv` on `host` (in `cwd` there) and collect its output."""
+        """Run `argv` on `host` (in `cwd` there, with `env`) and collect its output."""
         return subprocess.run(
-            self.command(host, argv, cwd), capture_output=True, text=True, timeout=timeout,
+            self.command(host, argv, cwd),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
             check=False,
-        )  # fmt: skip
+            env=env,
+        )
 
     def popen(
         self, host: str, argv: list[str], *, cwd: str | None = None, **kwargs: Any

@@ -1,10 +1,15 @@
-"""Loopback ports for the local stack's servers (Kafka, the S3 store)."""
+"""The address and ports of the local stack's servers (Kafka, the S3 store, YARN).
+
+Loopback, unless `KAFKASPARK_LOCAL_HOST` names this host's address in the multi-host test
+bed (`local/netbed.py`), where each server runs on a host of its own."""
 
 from __future__ import annotations
 
+import os
 import socket
 
-HOST = "127.0.0.1"
+HOST_ENV = "KAFKASPARK_LOCAL_HOST"
+HOST = os.environ.get(HOST_ENV) or "127.0.0.1"
 
 
 def free_port() -> int:

@@ -75,6 +75,7 @@ class _ServerState:
     access_key: str
     secret_key: str
     pid: int | None = None
+    host: str = HOST  # the address it serves on (loopback, or a bed host's)
 
 
 class LocalS3Server:
@@ -105,7 +106,7 @@ class LocalS3Server:
 
     @property
     def endpoint_url(self) -> str:
-        return f"http://{HOST}:{self._state.s3_port}"
+        return f"http://{self._state.host}:{self._state.s3_port}"
 
     @property
     def access_key(self) -> str:
@@ -157,7 +158,7 @@ class LocalS3Server:
         if port_in_use(self._state.s3_port):
             raise PortInUseError(
                 f"local S3 server in {self.base_dir}: its S3 port {self._state.s3_port} is in "
-                f"use on {HOST}"
+                f"use on {self._state.host}"
             )
         # The internal ports mean nothing to clients: one taken since the last start (any
         # process's outgoing connection may use it) is replaced.
@@ -171,8 +172,8 @@ class LocalS3Server:
             str(find_weed()),
             "mini",
             f"-dir={self.base_dir / 'data'}",
-            f"-ip={HOST}",
-            f"-ip.bind={HOST}",
+            f"-ip={self._state.host}",
+            f"-ip.bind={self._state.host}",
             f"-s3.config={identities}",
             f"-s3.port={self._state.s3_port}",
             *(f"-{flag}={port}" for flag, port in self._state.ports.items()),

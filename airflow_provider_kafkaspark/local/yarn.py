@@ -29,7 +29,7 @@ from airflow_provider_kafkaspark.errors import (
     LocalStackError,
     PortInUseError,
 )
-from airflow_provider_kafkaspark.local.jars import find_java, yarn_classpath
+from airflow_provider_kafkaspark.local.jars import find_java, s3a_jars, yarn_classpath
 from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
 from airflow_provider_kafkaspark.local.process import server_running
 from airflow_provider_kafkaspark.local.yarn_config import (
@@ -37,6 +37,7 @@ from airflow_provider_kafkaspark.local.yarn_config import (
     NodeManagerPorts,
     ResourceManagerPorts,
     properties_text,
+    s3a_site,
     spark_defaults,
     write_conf_dir,
 )
@@ -111,9 +112,15 @@ def java_home() -> Path:
 
 
 def daemon_command(
-    java: Path, main_class: str, conf_dir: Path, log_dir: Path, heap_mb: int
+    java: Path,
+    main_class: str,
+    conf_dir: Path,
+    log_dir: Path,
+    heap_mb: int,
+    extra_jars: list[Path] | None = None,
 ) -> list[str]:
-    classpath = os.pathsep.join([str(conf_dir), *(str(j) for j in yarn_classpath())])
+    jars = [*yarn_classpath(), *(extra_jars or [])]
+    classpath = os.pathsep.join([str(conf_dir), *(str(j) for j in jars)])
     return [
         str(java / "bin" / "java"),
         f"-Xmx{heap_mb}m",
@@ -128,13 +135,19 @@ def daemon_command(
     ]
 
 
+ROLES = ("resourcemanager", "nodemanager")
+
+
 @dataclass
 class _ClusterState:
-    host: str
+    host: str  # the ResourceManager's
     rm: ResourceManagerPorts
     memory_mb: int
     vcores: int
     pids: dict[str, int | None] = field(default_factory=dict)
+    node_host: str = HOST
+    roles: list[str] = field(default_factory=lambda: list(ROLES))
+    staging_dir: str | None = None
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> _ClusterState:
@@ -144,12 +157,21 @@ class _ClusterState:
             memory_mb=raw["memory_mb"],
             vcores=raw["vcores"],
             pids=dict(raw.get("pids", {})),
+            node_host=raw.get("node_host", raw["host"]),
+            roles=list(raw.get("roles", ROLES)),
+            staging_dir=raw.get("staging_dir"),
         )
 
 
 class LocalYarnCluster:
     """One ResourceManager and one NodeManager on loopback. A context manager, or
-    start()/stop(); the RM's client and web ports are YARN's defaults unless taken."""
+    start()/stop(); the RM's client and web ports are YARN's defaults unless taken.
+
+    On the multi-host bed each host starts its part: `roles=("resourcemanager",)` on one,
+    `("nodemanager",)` with `resource_manager=<its host>` on others, `()` (client
+    configuration only) where spark-submit runs; all on Hadoop's default ports. With
+    `staging_dir` (an `s3a://` URL), spark-submit stages a job's files on S3, where every
+    NodeManager reads them, instead of in the submitting host's home folder."""
 
     def __init__(
         self,
@@ -159,24 +181,44 @@ class LocalYarnCluster:
         vcores: int = 4,
         rm_client_port: int | None = None,
         rm_web_port: int | None = None,
+        roles: tuple[str, ...] = ROLES,
+        resource_manager: str | None = None,
+        staging_dir: str | None = None,
+        node_python: str | os.PathLike[str] | None = None,
     ) -> None:
         self.base_dir = Path(base_dir).resolve()
+        # Where the containers' Python is installed; on the bed, one path for every node.
+        self._node_python_dir = (
+            Path(node_python).resolve() if node_python else self.base_dir / "node-python"
+        )
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         state_file = self.base_dir / STATE_FILE
         if state_file.is_file():
             self._state = _ClusterState.from_dict(json.loads(state_file.read_text()))
         else:
-            self._state = _ClusterState(
-                host=HOST,
-                rm=ResourceManagerPorts(
+            unknown = sorted(set(roles) - set(ROLES))
+            if unknown:
+                raise LocalStackError(f"local YARN: unknown roles {unknown}; known: {ROLES}")
+            split = tuple(roles) != ROLES or resource_manager is not None
+            ports = (
+                ResourceManagerPorts.hadoop_defaults()
+                if split
+                else ResourceManagerPorts(
                     client=rm_client_port or free_port(),
                     scheduler=free_port(),
                     tracker=free_port(),
                     admin=free_port(),
                     web=rm_web_port or free_port(),
-                ),
+                )
+            )
+            self._state = _ClusterState(
+                host=resource_manager or HOST,
+                rm=ports,
                 memory_mb=memory_mb,
                 vcores=vcores,
+                node_host=HOST,
+                roles=list(roles),
+                staging_dir=staging_dir,
             )
 
     # -- what clients need ----------------------------------------------------------------
@@ -194,47 +236,60 @@ class LocalYarnCluster:
     @property
     def node_python(self) -> Path:
         """The containers' Python (without this provider: see make_node_python)."""
-        return self.base_dir / "node-python" / "bin" / "python"
+        return self._node_python_dir / "bin" / "python"
 
     def client_environment(self) -> dict[str, str]:
         """What a spark-submit to this cluster needs: Hadoop's client configuration and Spark's
-        cluster-wide defaults (both in one folder)."""
+        cluster-wide defaults (both in one folder), and S3A's classes when it stages on S3."""
         folder = str(self.conf_dir)
-        return {"HADOOP_CONF_DIR": folder, "YARN_CONF_DIR": folder, "SPARK_CONF_DIR": folder}
+        env = {"HADOOP_CONF_DIR": folder, "YARN_CONF_DIR": folder, "SPARK_CONF_DIR": folder}
+        if self._state.staging_dir:
+            env["SPARK_DIST_CLASSPATH"] = os.pathsep.join(str(j) for j in s3a_jars())
+        return env
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self, timeout: float = 120.0) -> LocalYarnCluster:
-        """Start both daemons unless they run; wait (bounded) until the node is RUNNING."""
-        if self.is_running():
+        """Start this host's daemons unless they run; wait (bounded) until the
+        ResourceManager answers and this host's NodeManager is RUNNING."""
+        if self.is_running() and self._daemons():
             return self
-        rm = self._state.rm
-        for name, port in (("client", rm.client), ("web", rm.web)):
-            if port_in_use(port):
-                raise PortInUseError(
-                    f"local YARN in {self.base_dir}: the ResourceManager's {name} port {port} "
-                    f"is in use on {self._state.host}"
-                )
+        rm, roles = self._state.rm, self._state.roles
+        if "resourcemanager" in roles:
+            for name, port in (("client", rm.client), ("web", rm.web)):
+                if port_in_use(port):
+                    raise PortInUseError(
+                        f"local YARN in {self.base_dir}: the ResourceManager's {name} port "
+                        f"{port} is in use on {self._state.host}"
+                    )
         host = self._state.host
-        # The NodeManager's ports mean nothing to clients: fresh free ones at each start.
-        node = NodeLayout(
-            host=host,
-            ports=NodeManagerPorts(containers=free_port(), localizer=free_port(), web=free_port()),
-            local_dirs=self.base_dir / "nm" / "local",
-            log_dirs=self.base_dir / "nm" / "logs",
-            memory_mb=self._state.memory_mb,
-            vcores=self._state.vcores,
-        )
         tmp = self.base_dir / "tmp"
-        write_conf_dir(self.conf_dir, host, rm, tmp, None)
+        staging = self._staging_site()
+        write_conf_dir(self.conf_dir, host, rm, tmp, None, staging)
         self._write_spark_defaults()
-        rm_conf = write_conf_dir(self.base_dir / "conf" / "rm", host, rm, tmp, None)
-        nm_conf = write_conf_dir(self.base_dir / "conf" / "nm", host, rm, tmp, node)
         try:
-            self._spawn("resourcemanager", RESOURCE_MANAGER, rm_conf, heap_mb=512)
-            self._wait(timeout, "the ResourceManager's REST API", self._rm_answers)
-            self._spawn("nodemanager", NODE_MANAGER, nm_conf, heap_mb=512)
-            self._wait(timeout, "a RUNNING NodeManager", lambda: self.running_nodes() >= 1)
+            if "resourcemanager" in roles:
+                rm_conf = write_conf_dir(self.base_dir / "conf" / "rm", host, rm, tmp, None)
+                self._spawn("resourcemanager", RESOURCE_MANAGER, rm_conf, heap_mb=512)
+                self._wait(timeout, "the ResourceManager's REST API", self._rm_answers)
+            if "nodemanager" in roles:
+                # Its ports mean nothing to clients: fresh free ones at each start.
+                node = NodeLayout(
+                    host=self._state.node_host,
+                    ports=NodeManagerPorts(
+                        containers=free_port(), localizer=free_port(), web=free_port()
+                    ),
+                    local_dirs=self.base_dir / "nm" / "local",
+                    log_dirs=self.base_dir / "nm" / "logs",
+                    memory_mb=self._state.memory_mb,
+                    vcores=self._state.vcores,
+                )
+                nm_conf = write_conf_dir(
+                    self.base_dir / "conf" / "nm", host, rm, tmp, node, staging
+                )
+                extra = s3a_jars() if staging else []
+                self._spawn("nodemanager", NODE_MANAGER, nm_conf, heap_mb=512, extra_jars=extra)
+                self._wait(timeout, "this host's NodeManager RUNNING", self._node_running)
         except BaseException:
             self.stop()
             raise
@@ -244,6 +299,8 @@ class LocalYarnCluster:
         """SIGTERM each daemon (NodeManager first, which stops its containers), then SIGKILL
         after `timeout` seconds."""
         for name in ("nodemanager", "resourcemanager"):
+            if name not in self._state.roles:
+                continue
             pid = self._state.pids.get(name)
             if not self._daemon_running(name):
                 continue
@@ -261,7 +318,10 @@ class LocalYarnCluster:
         self._save_state()
 
     def is_running(self) -> bool:
-        return all(self._daemon_running(n) for n in ("resourcemanager", "nodemanager"))
+        return all(self._daemon_running(n) for n in self._daemons())
+
+    def _daemons(self) -> list[str]:
+        return [r for r in ROLES if r in self._state.roles]
 
     def running_nodes(self) -> int:
         try:
@@ -296,14 +356,21 @@ class LocalYarnCluster:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _spawn(self, name: str, main_class: str, conf_dir: Path, heap_mb: int) -> None:
+    def _spawn(
+        self,
+        name: str,
+        main_class: str,
+        conf_dir: Path,
+        heap_mb: int,
+        extra_jars: list[Path] | None = None,
+    ) -> None:
         log_dir = self.base_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         java = java_home()
         env = {**os.environ, "JAVA_HOME": str(java), "HADOOP_CONF_DIR": str(conf_dir)}
         with open(log_dir / f"{name}.out", "ab") as out:
             proc = subprocess.Popen(
-                daemon_command(java, main_class, conf_dir, log_dir, heap_mb),
+                daemon_command(java, main_class, conf_dir, log_dir, heap_mb, extra_jars),
                 cwd=self.base_dir,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -315,11 +382,41 @@ class LocalYarnCluster:
         self._state.pids[name] = proc.pid
         self._save_state()
 
+    def _staging_site(self) -> dict[str, str]:
+        """S3A's settings for a staging folder on S3: the endpoint from the AWS variables,
+        and the keys too, since a NodeManager's localizer has no other way to them (on a
+        real cluster: the node's instance role)."""
+        staging = self._state.staging_dir
+        if not staging:
+            return {}
+        from airflow_provider_kafkaspark.spark.object_storage import s3a_conf
+
+        site = s3a_site(s3a_conf(os.environ, [staging]))
+        for key, variable in (
+            ("fs.s3a.access.key", "AWS_ACCESS_KEY_ID"),
+            ("fs.s3a.secret.key", "AWS_SECRET_ACCESS_KEY"),
+        ):
+            if os.environ.get(variable):
+                site[key] = os.environ[variable]
+        return site
+
+    def _node_running(self) -> bool:
+        try:
+            nodes = yarn_rest.get(self.web_url, "/ws/v1/cluster/nodes").get("nodes") or {}
+        except ClusterUnavailableError:
+            return False
+        return any(
+            n.get("state") == "RUNNING" and n.get("nodeHostName") == self._state.node_host
+            for n in nodes.get("node", [])
+        )
+
     def _write_spark_defaults(self) -> None:
         import pyspark
 
         python = make_node_python(self.node_python.parents[1])
         defaults = spark_defaults(Path(pyspark.__file__).parent, python)
+        if self._state.staging_dir:
+            defaults["spark.yarn.stagingDir"] = self._state.staging_dir
         (self.conf_dir / "spark-defaults.conf").write_text(properties_text(defaults))
 
     def _rm_answers(self) -> bool:

@@ -26,6 +26,12 @@ class ResourceManagerPorts:
     admin: int
     web: int  # the REST API (/ws/v1/cluster) and the UI
 
+    @classmethod
+    def hadoop_defaults(cls) -> ResourceManagerPorts:
+        """Hadoop's own ports: what a NodeManager or client on another host assumes when told
+        only the ResourceManager's host name (each bed host has its own ports)."""
+        return cls(client=8032, scheduler=8030, tracker=8031, admin=8033, web=8088)
+
 
 @dataclass(frozen=True)
 class NodeManagerPorts:
@@ -108,9 +114,16 @@ def yarn_site(
     return properties
 
 
-def core_site(tmp_dir: Path) -> dict[str, str]:
+def core_site(tmp_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     # No HDFS: the default file system is the local one; shared state lives on S3.
-    return {"fs.defaultFS": "file:///", "hadoop.tmp.dir": str(tmp_dir)}
+    return {"fs.defaultFS": "file:///", "hadoop.tmp.dir": str(tmp_dir), **(extra or {})}
+
+
+def s3a_site(spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """Hadoop's own S3A settings from Spark's `spark.hadoop.fs.s3a.*` ones (a NodeManager
+    and spark-submit read a staging folder on S3 with Hadoop's configuration)."""
+    prefix = "spark.hadoop."
+    return {k[len(prefix) :]: v for k, v in spark_conf.items() if k.startswith(prefix + "fs.s3a.")}
 
 
 def capacity_scheduler() -> dict[str, str]:
@@ -136,12 +149,21 @@ log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 
 
 def write_conf_dir(
-    conf_dir: Path, host: str, ports: ResourceManagerPorts, tmp_dir: Path, node: NodeLayout | None
+    conf_dir: Path,
+    host: str,
+    ports: ResourceManagerPorts,
+    tmp_dir: Path,
+    node: NodeLayout | None,
+    core_extra: Mapping[str, str] | None = None,
 ) -> Path:
-    """A Hadoop configuration folder for one daemon (or, node None, the RM and clients)."""
+    """A Hadoop configuration folder for one daemon (or, node None, the RM and clients).
+    `core-site.xml` may hold S3 credentials: only its owner reads it."""
     conf_dir.mkdir(parents=True, exist_ok=True)
     (conf_dir / "yarn-site.xml").write_text(site_xml(yarn_site(host, ports, node)))
-    (conf_dir / "core-site.xml").write_text(site_xml(core_site(tmp_dir)))
+    core = conf_dir / "core-site.xml"
+    core.touch(mode=0o600)
+    core.chmod(0o600)
+    core.write_text(site_xml(core_site(tmp_dir, core_extra)))
     (conf_dir / "capacity-scheduler.xml").write_text(site_xml(capacity_scheduler()))
     (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
     return conf_dir

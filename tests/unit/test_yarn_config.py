@@ -11,6 +11,7 @@ from airflow_provider_kafkaspark.local.yarn_config import (
     NodeLayout,
     NodeManagerPorts,
     ResourceManagerPorts,
+    s3a_site,
     site_xml,
     write_conf_dir,
 )
@@ -70,3 +71,20 @@ def test_the_yarn_jars_are_resolved_only_when_asked_for() -> None:
     assert all(a.endswith(":3.4.1") for a in artifacts)
     assert any("resourcemanager" in a for a in artifacts)
     assert any("nodemanager" in a for a in artifacts)
+
+
+def test_a_staging_folder_on_s3_reaches_hadoop_with_its_keys_private(tmp_path: Path) -> None:
+    spark = {
+        "spark.hadoop.fs.s3a.endpoint": "http://10.77.0.1:8333",
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.sql.streaming.checkpointFileManagerClass": "x",
+    }
+    site = {**s3a_site(spark), "fs.s3a.secret.key": "s3cret"}
+    assert set(site) == {"fs.s3a.endpoint", "fs.s3a.path.style.access", "fs.s3a.secret.key"}
+    ports = ResourceManagerPorts.hadoop_defaults()
+    assert (ports.client, ports.tracker, ports.web) == (8032, 8031, 8088)
+    conf = write_conf_dir(tmp_path / "c", "10.77.0.3", ports, tmp_path / "t", None, site)
+    core = conf / "core-site.xml"
+    assert core.stat().st_mode & 0o777 == 0o600
+    values = {p.findtext("name"): p.findtext("value") for p in ET.parse(core).getroot()}
+    assert values["fs.s3a.secret.key"] == "s3cret" and values["fs.defaultFS"] == "file:///"
