@@ -5,9 +5,11 @@ and stop take it back, as a file or as JSON text."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +72,26 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     stop.set_defaults(func=stop_job)
 
 
+Work = Callable[[argparse.Namespace], tuple[dict[str, Any], str]]
+
+
+def result_on_stdout(work: Work) -> Callable[[argparse.Namespace], int]:
+    """Run a command with everything it and the libraries underneath print or log going to
+    stderr (Airflow's and botocore's loggers write to stdout, and bind the stream when first
+    configured), then print only its result on stdout: JSON with `--json`, text otherwise."""
+
+    def command(args: argparse.Namespace) -> int:
+        with contextlib.redirect_stdout(sys.stderr):
+            result, text = work(args)
+        if wants_json(args):
+            emit_json(result)
+        else:
+            print(text)
+        return EXIT_OK
+
+    return command
+
+
 def read_ref(text: str) -> JobRef:
     """A reference from a file, or from JSON text (what `submit --json` prints as job_ref)."""
     from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict
@@ -111,7 +133,7 @@ def _backend(args: argparse.Namespace) -> JobBackend:
     return LocalBackend(master)
 
 
-def submit_job(args: argparse.Namespace) -> int:
+def _submit(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from airflow_provider_kafkaspark.backends.base import SubmitOptions
     from airflow_provider_kafkaspark.core.job_code import check_code_visible, resolve_python_path
     from airflow_provider_kafkaspark.core.jobspec import JobSpec
@@ -154,11 +176,7 @@ def submit_job(args: argparse.Namespace) -> int:
     handle = submit_streaming_job(backend, request)
     if args.ref_out:
         Path(args.ref_out).write_text(json.dumps(handle["job_ref"], indent=2) + "\n")
-    if wants_json(args):
-        emit_json(handle)
-    else:
-        print(key_values(_summary(handle)))
-    return EXIT_OK
+    return handle, key_values(_summary(handle))
 
 
 def _summary(handle: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +186,7 @@ def _summary(handle: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def job_status(args: argparse.Namespace) -> int:
+def _status(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from airflow_provider_kafkaspark.backends import driver_status
     from airflow_provider_kafkaspark.core.control import ControlFolder
 
@@ -179,21 +197,16 @@ def job_status(args: argparse.Namespace) -> int:
     stopped = control.read_stopped()
     status["lease"] = lease.describe() if lease else None
     status["stopped"] = stopped.describe() if stopped else None
-    if wants_json(args):
-        emit_json(status)
-    else:
-        print(key_values(status))
-    return EXIT_OK
+    return status, key_values(status)
 
 
-def stop_job(args: argparse.Namespace) -> int:
+def _stop(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
     from airflow_provider_kafkaspark.lifecycle import stop_job as stop
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
     ref = read_ref(args.ref)
-    # Progress on stderr: stdout is the result (JSON with --json).
-    print(f"stopping {ref.job_name}: a stop request in {ref.checkpoint}", file=sys.stderr)
+    print(f"stopping {ref.job_name}: a stop request in {ref.checkpoint}")
     stopped = stop(
         ref.checkpoint,
         requested_by=f"cli:{os.environ.get('USER', 'unknown')}",
@@ -211,8 +224,9 @@ def stop_job(args: argparse.Namespace) -> int:
             ref.checkpoint, args.savepoint_root, ref.job_name, spark_version=SPARK_VERSION
         )
         result["savepoint_id"] = manifest.savepoint_id
-    if wants_json(args):
-        emit_json(result)
-    else:
-        print(key_values(result))
-    return EXIT_OK
+    return result, key_values(result)
+
+
+submit_job = result_on_stdout(_submit)
+job_status = result_on_stdout(_status)
+stop_job = result_on_stdout(_stop)

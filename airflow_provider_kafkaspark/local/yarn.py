@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -192,6 +193,7 @@ class LocalYarnCluster:
             Path(node_python).resolve() if node_python else self.base_dir / "node-python"
         )
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._node_web_port = 0
         state_file = self.base_dir / STATE_FILE
         if state_file.is_file():
             self._state = _ClusterState.from_dict(json.loads(state_file.read_text()))
@@ -284,6 +286,7 @@ class LocalYarnCluster:
                     memory_mb=self._state.memory_mb,
                     vcores=self._state.vcores,
                 )
+                self._node_web_port = node.ports.web
                 nm_conf = write_conf_dir(
                     self.base_dir / "conf" / "nm", host, rm, tmp, node, staging
                 )
@@ -405,8 +408,13 @@ class LocalYarnCluster:
             nodes = yarn_rest.get(self.web_url, "/ws/v1/cluster/nodes").get("nodes") or {}
         except ClusterUnavailableError:
             return False
+        # A NodeManager registers under its host's name, which its address resolves to.
+        names = {self._state.node_host, socket.gethostname(), socket.getfqdn(self._state.node_host)}
+        web = f":{self._node_web_port}"
         return any(
-            n.get("state") == "RUNNING" and n.get("nodeHostName") == self._state.node_host
+            n.get("state") == "RUNNING"
+            and n.get("nodeHostName") in names
+            and str(n.get("nodeHTTPAddress", "")).endswith(web)
             for n in nodes.get("node", [])
         )
 
