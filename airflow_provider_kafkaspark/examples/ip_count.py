@@ -8,6 +8,7 @@ Input: JSON access events on `ip_count_source` (see `access_events`). Output: on
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -86,3 +87,16 @@ def job_spec_dict(
         "checkpoint_location": checkpoint,
         "trigger_interval": trigger_interval,
     }
+
+
+def sink_windows(values: Iterable[str | bytes]) -> tuple[dict[tuple[int, str], int], int]:
+    """The sink's rows read back: (window start ms, ip) -> count, and the number of rows that
+    repeat a window already seen (duplicates; an append-mode sink writes each window once)."""
+    counts: dict[tuple[int, str], int] = {}
+    duplicates = 0
+    for value in values:
+        row = json.loads(value)
+        key = (int(row["window_start_ms"]), str(row["ip"]))
+        duplicates += key in counts
+        counts[key] = int(row["count"])
+    return counts, duplicates

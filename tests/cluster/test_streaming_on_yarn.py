@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -34,7 +34,11 @@ from airflow_provider_kafkaspark.examples.access_events import (
     generate_events,
     produce_events,
 )
-from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
+from airflow_provider_kafkaspark.examples.ip_count import (
+    expected_counts,
+    job_spec_dict,
+    sink_windows,
+)
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 from airflow_provider_kafkaspark.local.spark import spark_jars_option
@@ -248,14 +252,7 @@ def test_submit_restart_restore_and_stop_on_yarn(
         )
     assert stop("stop_again", restored)["stopped"]["clean"] is True
 
-    seen: Counter[tuple[int, str]] = Counter()
-    counts: dict[tuple[int, str], int] = {}
-    for value in read_all_values(bootstrap, SINK, 3):
-        row = json.loads(value)
-        key = (int(row["window_start_ms"]), str(row["ip"]))
-        seen[key] += 1
-        counts[key] = int(row["count"])
-    duplicates = sum(n - 1 for n in seen.values())
+    counts, duplicates = sink_windows(read_all_values(bootstrap, SINK, 3))
     expected = expected_counts(events, closed_before_ms=flush_ms - 10_000)
     missing = sum(1 for k in expected if k not in counts)
     figures.update(duplicates=duplicates, missing=missing, windows=len(expected))

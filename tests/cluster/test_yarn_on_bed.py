@@ -12,13 +12,16 @@ import json
 import os
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.examples.access_events import generate_events
-from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
+from airflow_provider_kafkaspark.examples.ip_count import (
+    expected_counts,
+    job_spec_dict,
+    sink_windows,
+)
 from airflow_provider_kafkaspark.local.netbed import NetBed
 from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 from airflow_provider_kafkaspark.local.spark import spark_jars_option
@@ -200,12 +203,6 @@ def test_the_job_on_yarn_across_hosts(tmp_path: Path) -> None:
         assert status("stopper")["state"] == "FINISHED"
 
         values = json.loads(on("kafka", [sys.executable, "-c", READ, bootstrap], timeout=120))
-        seen: Counter[tuple[int, str]] = Counter()
-        counts: dict[tuple[int, str], int] = {}
-        for value in values:
-            row = json.loads(value)
-            key = (int(row["window_start_ms"]), str(row["ip"]))
-            seen[key] += 1
-            counts[key] = int(row["count"])
-        assert sum(n - 1 for n in seen.values()) == 0
+        counts, duplicates = sink_windows(values)
+        assert duplicates == 0
         assert counts == expected_counts(events, closed_before_ms=flush_ms - 10_000)

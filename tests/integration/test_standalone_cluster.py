@@ -4,14 +4,12 @@ commits batches, and writes exactly once."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +24,11 @@ from airflow_provider_kafkaspark.examples.access_events import (
     generate_events,
     produce_events,
 )
-from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
+from airflow_provider_kafkaspark.examples.ip_count import (
+    expected_counts,
+    job_spec_dict,
+    sink_windows,
+)
 from airflow_provider_kafkaspark.local.jobs import (
     read_log,
     request_stop,
@@ -170,12 +172,6 @@ def test_client_mode_on_a_standalone_cluster(
     apps = [p for p in work.iterdir() if p.name.startswith("app-")]
     assert len(apps) == 1 and any(apps[0].iterdir())
 
-    counts: dict[tuple[int, str], int] = {}
-    seen: Counter[tuple[int, str]] = Counter()
-    for value in read_all_values(bootstrap, sink, 3):
-        row = json.loads(value)
-        key = (int(row["window_start_ms"]), str(row["ip"]))
-        seen[key] += 1
-        counts[key] = int(row["count"])
-    assert sum(n - 1 for n in seen.values()) == 0
+    counts, duplicates = sink_windows(read_all_values(bootstrap, sink, 3))
+    assert duplicates == 0
     assert counts == expected_counts(events, closed_before_ms=flush_ms - 10_000)

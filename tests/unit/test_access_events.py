@@ -34,3 +34,14 @@ def test_heavy_hitters_exist() -> None:
     top, bottom = counts.most_common()[0][1], counts.most_common()[-1][1]
     assert len(counts) == 20
     assert top > 5 * bottom
+
+
+def test_sink_windows_counts_repeated_windows_as_duplicates() -> None:
+    from airflow_provider_kafkaspark.examples.ip_count import sink_windows
+
+    rows = [
+        '{"window_start_ms": 0, "ip": "a", "count": 2}',
+        b'{"window_start_ms": 5000, "ip": "a", "count": 1}',
+        '{"window_start_ms": 0, "ip": "a", "count": 2}',
+    ]
+    assert sink_windows(rows) == ({(0, "a"): 2, (5000, "a"): 1}, 1)
