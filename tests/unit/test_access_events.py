@@ -39,7 +39,7 @@ def test_heavy_hitters_exist() -> None:
 def test_sink_windows_counts_repeated_windows_as_duplicates() -> None:
     from airflow_provider_kafkaspark.examples.ip_count import sink_windows
 
-    rows = [
+    rows: list[str | bytes] = [
         '{"window_start_ms": 0, "ip": "a", "count": 2}',
         b'{"window_start_ms": 5000, "ip": "a", "count": 1}',
         '{"window_start_ms": 0, "ip": "a", "count": 2}',
