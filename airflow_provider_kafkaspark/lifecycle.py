@@ -231,9 +231,9 @@ def submit_local(
 ) -> dict[str, Any]:
     """`submit_job` with a driver process on this host (local mode or client mode)."""
     from airflow_provider_kafkaspark.backends.base import SubmitOptions
-    from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
+    from airflow_provider_kafkaspark.submit_flow import deployment_backend
 
-    backend = StandaloneBackend(master) if master.startswith("spark://") else LocalBackend(master)
+    backend = deployment_backend(master)
     options = SubmitOptions(
         workdir=workdir, submitted_by=submitted_by, restart_policy=restart_policy, env=env or {}
     )

@@ -55,6 +55,26 @@ def backend_kind(master: str, deploy_mode: str | None) -> BackendKind:
     return BackendKind.STANDALONE if master.startswith("spark://") else BackendKind.LOCAL
 
 
+def deployment_backend(
+    master: str,
+    deploy_mode: str | None = None,
+    *,
+    spark_conn_id: str | None = None,
+    jars: str | None = None,
+) -> JobBackend:
+    """The backend for a master and deploy mode (`backend_kind`); YARN submits through the
+    `spark` connection they came from."""
+    from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
+    from airflow_provider_kafkaspark.backends.yarn import YarnBackend
+
+    kind = backend_kind(master, deploy_mode)
+    if kind is BackendKind.YARN:
+        return YarnBackend(spark_conn_id, jars=jars)
+    if kind is BackendKind.STANDALONE:
+        return StandaloneBackend(master)
+    return LocalBackend(master)
+
+
 class RunningDecision(str, Enum):
     SUBMIT = "submit"
     FAIL = "fail"

@@ -117,20 +117,13 @@ def read_ref(text: str) -> JobRef:
 
 
 def _backend(args: argparse.Namespace) -> JobBackend:
-    from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
-    from airflow_provider_kafkaspark.backends.yarn import YarnBackend
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
-    from airflow_provider_kafkaspark.submit_flow import BackendKind, backend_kind
+    from airflow_provider_kafkaspark.submit_flow import deployment_backend
 
     master, mode = args.master, None
     if args.spark_conn_id:
         master, mode = KafkaSparkHook(spark_conn_id=args.spark_conn_id).spark_connection()
-    kind = backend_kind(master, mode)
-    if kind is BackendKind.YARN:
-        return YarnBackend(args.spark_conn_id, jars=args.jars)
-    if kind is BackendKind.STANDALONE:
-        return StandaloneBackend(master)
-    return LocalBackend(master)
+    return deployment_backend(master, mode, spark_conn_id=args.spark_conn_id, jars=args.jars)
 
 
 def _submit(args: argparse.Namespace) -> tuple[dict[str, Any], str]:

@@ -173,19 +173,14 @@ class SubmitStreamingJobOperator(BaseOperator):
     def _backend(self, hook: KafkaSparkHook) -> JobBackend:
         """The deployment backend: the `spark` connection's master and deploy mode, else
         `master` on this host."""
-        from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
-        from airflow_provider_kafkaspark.backends.yarn import YarnBackend
-        from airflow_provider_kafkaspark.submit_flow import BackendKind, backend_kind
+        from airflow_provider_kafkaspark.submit_flow import deployment_backend
 
         master, deploy_mode = self.master, None
         if self.spark_conn_id:
             master, deploy_mode = hook.spark_connection()
-        kind = backend_kind(master, deploy_mode)
-        if kind is BackendKind.YARN:
-            return YarnBackend(str(self.spark_conn_id), jars=self.jars)
-        if kind is BackendKind.STANDALONE:
-            return StandaloneBackend(master)
-        return LocalBackend(master)
+        return deployment_backend(
+            master, deploy_mode, spark_conn_id=self.spark_conn_id, jars=self.jars
+        )
 
 
 def _describe(handle: dict[str, Any]) -> str:
