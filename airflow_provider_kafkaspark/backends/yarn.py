@@ -22,6 +22,7 @@ from airflow_provider_kafkaspark.backends import yarn_rest
 from airflow_provider_kafkaspark.backends.base import JobStatus, SubmitOptions, Submitted
 from airflow_provider_kafkaspark.core.job_ref import JobRef, YarnJobRef, require_backend
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.private_file import write_private
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.errors import ClusterUnavailableError, InvalidInputError
 
@@ -59,13 +60,6 @@ def spark_defaults_text(environ: dict[str, str] | None = None) -> str:
         if folder and os.path.isfile(os.path.join(folder, "spark-defaults.conf")):
             return Path(folder, "spark-defaults.conf").read_text()
     return ""
-
-
-def write_private(path: Path, text: str) -> Path:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
-    return path
 
 
 class YarnBackend:

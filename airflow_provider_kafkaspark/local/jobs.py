@@ -21,6 +21,7 @@ from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest,
 from airflow_provider_kafkaspark.core.job_code import driver_python_path
 from airflow_provider_kafkaspark.core.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.private_file import write_private
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.local.process import pid_alive
 from airflow_provider_kafkaspark.local.spark import python_env
@@ -69,10 +70,7 @@ def write_spec_file(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:
     folder = Path(workdir)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec.job_name}-{time.strftime('%Y%m%dT%H%M%S')}.spec.json"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(spec.to_json())
-    return path
+    return write_private(path, spec.to_json())
 
 
 # Airflow's connections and variables given as environment variables hold secrets (a

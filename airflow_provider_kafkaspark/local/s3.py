@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kafkaspark.core.private_file import write_private
 from airflow_provider_kafkaspark.errors import (
     LocalStackError,
     ObjectStoreStartError,
@@ -167,7 +168,7 @@ class LocalS3Server:
                 self._state.ports[flag] = free_port()
         self.base_dir.mkdir(parents=True, exist_ok=True)
         identities = self.base_dir / "identities.json"
-        _write_private(identities, json.dumps(self._identities()))
+        write_private(identities, json.dumps(self._identities()))
         command = [
             str(find_weed()),
             "mini",
@@ -302,11 +303,4 @@ class LocalS3Server:
 
     def _save_state(self) -> None:
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        _write_private(self.base_dir / STATE_FILE, json.dumps(asdict(self._state), indent=2))
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Written readable by its owner only: it holds the server's secret key."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
+        write_private(self.base_dir / STATE_FILE, json.dumps(asdict(self._state), indent=2))

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from airflow_provider_kafkaspark.core.private_file import write_private
+
 # The RM's cap on application attempts: Spark's `spark.yarn.maxAppAttempts` is clamped to it,
 # so a job that asks for a few restarts gets them.
 MAX_AM_ATTEMPTS = 4
@@ -160,10 +162,7 @@ def write_conf_dir(
     `core-site.xml` may hold S3 credentials: only its owner reads it."""
     conf_dir.mkdir(parents=True, exist_ok=True)
     (conf_dir / "yarn-site.xml").write_text(site_xml(yarn_site(host, ports, node)))
-    core = conf_dir / "core-site.xml"
-    core.touch(mode=0o600)
-    core.chmod(0o600)
-    core.write_text(site_xml(core_site(tmp_dir, core_extra)))
+    write_private(conf_dir / "core-site.xml", site_xml(core_site(tmp_dir, core_extra)))
     (conf_dir / "capacity-scheduler.xml").write_text(site_xml(capacity_scheduler()))
     (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
     return conf_dir
