@@ -179,14 +179,6 @@ class StopStreamingJobOperator(BaseOperator):
             handle = parse_mapping(self.handle, where, "the submit operator's handle (a dict)")
         except InvalidInputError as exc:
             raise InvalidArgumentError(str(exc)) from None
-        if not (self.checkpoint and self.job_name):
-            named = ref_from_handle(handle, job_name="", checkpoint="", host="", where=where)
-            if named is None or not named.job_name:
-                raise InvalidArgumentError(
-                    f"{where}: no job_ref in it, so give checkpoint and job_name"
-                )
-            self.checkpoint = self.checkpoint or named.checkpoint
-            self.job_name = self.job_name or named.job_name
         ref = ref_from_handle(
             handle,
             job_name=self.job_name,
@@ -194,6 +186,14 @@ class StopStreamingJobOperator(BaseOperator):
             host=socket.gethostname(),
             where=where,
         )
+        if not (self.checkpoint and self.job_name):
+            # Only a job reference carries names; a pid-only handle has the ones given here.
+            if ref is None or not (ref.job_name and ref.checkpoint):
+                raise InvalidArgumentError(
+                    f"{where}: no job_ref in it, so give checkpoint and job_name"
+                )
+            self.checkpoint = self.checkpoint or ref.checkpoint
+            self.job_name = self.job_name or ref.job_name
         if ref is not None:
             check_ref_names(ref, job_name=self.job_name, checkpoint=self.checkpoint, where=where)
         return ref
