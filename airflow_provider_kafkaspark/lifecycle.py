@@ -246,9 +246,9 @@ def driver_alive(ref: JobRef | None) -> bool:
     backend (an unreachable ResourceManager, an application of another job) propagate."""
     if ref is None:
         return False
-    from airflow_provider_kafkaspark.backends import driver_status
+    from airflow_provider_kafkaspark.backends import backend_for
 
-    return driver_status(ref).alive is True
+    return backend_for(ref).alive(ref) is True
 
 
 def local_ref(checkpoint: str, pid: int | None, job_name: str = "") -> LocalJobRef | None:

@@ -67,6 +67,10 @@ class JobBackend(Protocol):
         """Whether the driver `ref` names is alive, in the manager's terms."""
         ...
 
+    def alive(self, ref: JobRef) -> bool | None:
+        """`status(ref).alive`, asked as cheaply as the manager allows (a stop polls it)."""
+        ...
+
     def force_kill(self, ref: JobRef) -> None:
         """Kill the driver `ref` names (Spark re-runs its batch in flight on restore); refuse
         with a typed error when `ref` is not this backend's or names another job."""

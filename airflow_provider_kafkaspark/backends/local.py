@@ -68,6 +68,9 @@ class LocalBackend:
         detail = {"host": local.host, "pid": local.pid, "log_file": local.log_file}
         return JobStatus(local.job_name, self.name, alive, "running" if alive else "gone", detail)
 
+    def alive(self, ref: JobRef) -> bool | None:
+        return self.status(ref).alive
+
     def force_kill(self, ref: JobRef) -> None:
         local = self._local(ref, "kill")
         check_local_kill(local, socket.gethostname())

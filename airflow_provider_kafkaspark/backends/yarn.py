@@ -170,5 +170,10 @@ class YarnBackend:
         }
         return JobStatus(yarn.job_name, self.name, state in yarn_rest.ACTIVE_STATES, state, detail)
 
+    def alive(self, ref: JobRef) -> bool | None:
+        """One request: the application's state (status also lists its attempts)."""
+        app = yarn_rest.application(self._yarn(ref, "observe"))
+        return str(app.get("state", "")) in yarn_rest.ACTIVE_STATES
+
     def force_kill(self, ref: JobRef) -> None:
         yarn_rest.kill(self._yarn(ref, "kill"))
