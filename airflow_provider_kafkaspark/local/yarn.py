@@ -327,11 +327,15 @@ class LocalYarnCluster:
         return [r for r in ROLES if r in self._state.roles]
 
     def running_nodes(self) -> int:
+        return len(self._running_nodes())
+
+    def _running_nodes(self) -> list[dict[str, Any]]:
+        """The ResourceManager's RUNNING nodes; none while it does not answer."""
         try:
             nodes = yarn_rest.get(self.web_url, "/ws/v1/cluster/nodes").get("nodes") or {}
         except ClusterUnavailableError:
-            return 0
-        return sum(1 for n in nodes.get("node", []) if n.get("state") == "RUNNING")
+            return []
+        return [n for n in nodes.get("node", []) if n.get("state") == "RUNNING"]
 
     def status(self) -> dict[str, Any]:
         return {
@@ -404,18 +408,13 @@ class LocalYarnCluster:
         return site
 
     def _node_running(self) -> bool:
-        try:
-            nodes = yarn_rest.get(self.web_url, "/ws/v1/cluster/nodes").get("nodes") or {}
-        except ClusterUnavailableError:
-            return False
+        """This host's NodeManager is among the RUNNING nodes."""
         # A NodeManager registers under its host's name, which its address resolves to.
         names = {self._state.node_host, socket.gethostname(), socket.getfqdn(self._state.node_host)}
         web = f":{self._node_web_port}"
         return any(
-            n.get("state") == "RUNNING"
-            and n.get("nodeHostName") in names
-            and str(n.get("nodeHTTPAddress", "")).endswith(web)
-            for n in nodes.get("node", [])
+            n.get("nodeHostName") in names and str(n.get("nodeHTTPAddress", "")).endswith(web)
+            for n in self._running_nodes()
         )
 
     def _write_spark_defaults(self) -> None:
