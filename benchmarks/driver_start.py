@@ -42,10 +42,9 @@ from airflow_provider_kafkaspark.examples.access_events import generate_events, 
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
 from airflow_provider_kafkaspark.lifecycle import stop_job
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.process import proc_cmdline
 from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 from airflow_provider_kafkaspark.local.spark import spark_jars_option
-from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster
+from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster, application_master_pids
 from airflow_provider_kafkaspark.submit_flow import SubmitRequest, submit_streaming_job
 
 BUCKET = "kafkaspark-bench"
@@ -74,14 +73,11 @@ def _driver_pid(backend: str, handle: dict[str, Any], checkpoint: str) -> int:
         lease = ControlFolder(checkpoint).read_lease()
         assert lease is not None
         return lease.pid
-    app = handle["job_ref"]["application_id"].encode()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            command = proc_cmdline(int(entry.name))
-            if command.split(b"\0", 1)[0].endswith(b"/java") and app in command:
-                if b"yarn.ApplicationMaster" in command:
-                    return int(entry.name)
-    raise RuntimeError(f"no application master process for {app.decode()}")
+    app = str(handle["job_ref"]["application_id"])
+    found = application_master_pids(app)
+    if not found:
+        raise RuntimeError(f"no application master process for {app}")
+    return found[0]
 
 
 def _round(

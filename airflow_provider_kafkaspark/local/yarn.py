@@ -32,7 +32,7 @@ from airflow_provider_kafkaspark.errors import (
 )
 from airflow_provider_kafkaspark.local.jars import find_java, s3a_jars, yarn_classpath
 from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
-from airflow_provider_kafkaspark.local.process import server_running
+from airflow_provider_kafkaspark.local.process import proc_cmdline, server_running
 from airflow_provider_kafkaspark.local.yarn_config import (
     NodeLayout,
     NodeManagerPorts,
@@ -101,6 +101,19 @@ def node_python_has_package(python: Path) -> bool:
     # there would answer for the environment.
     done = subprocess.run([str(python), "-c", probe], env=env, cwd="/", timeout=60, check=False)
     return done.returncode == 0
+
+
+def application_master_pids(app_id: str) -> list[int]:
+    """The JVMs of `app_id`'s application master on this host (not the container's launch
+    script that started them): what a test or benchmark kills to crash the driver."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            command = proc_cmdline(int(entry.name))
+            is_java = command.split(b"\0", 1)[0].endswith(b"/java")
+            if is_java and b"yarn.ApplicationMaster" in command and app_id.encode() in command:
+                found.append(int(entry.name))
+    return found
 
 
 class YarnStartError(LocalStackError):

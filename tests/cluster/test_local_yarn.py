@@ -15,8 +15,8 @@ from airflow_provider_kafkaspark.errors import (
     JobNotFoundError,
     RefusedError,
 )
-from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster
-from tests.cluster.yarn_apps import application_master_pids, submit, wait
+from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster, application_master_pids
+from tests.cluster.yarn_apps import submit, wait
 
 
 def state(ref: YarnJobRef) -> tuple[str, str]:

@@ -42,14 +42,18 @@ from airflow_provider_kafkaspark.examples.ip_count import (
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 from airflow_provider_kafkaspark.local.spark import spark_jars_option
-from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster, node_python_has_package
+from airflow_provider_kafkaspark.local.yarn import (
+    LocalYarnCluster,
+    application_master_pids,
+    node_python_has_package,
+)
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import (
     RestoreStreamingJobOperator,
     SubmitStreamingJobOperator,
 )
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
-from tests.cluster.yarn_apps import application_master_pids, wait
+from tests.cluster.yarn_apps import wait
 from tests.conftest import S3_BUCKET
 from tests.integration.cli_util import cli
 from tests.integration.kafka_util import create_topic, read_all_values

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from airflow_provider_kafkaspark.local.process import proc_cmdline
 from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster
 
 T = TypeVar("T")
@@ -79,15 +78,3 @@ def wait(what: str, probe: Callable[[], T], done: Callable[[T], bool], timeout_s
         time.sleep(1)
         seen = probe()
     return seen
-
-
-def application_master_pids(app_id: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            command = proc_cmdline(int(entry.name))
-            # The JVM itself, not the container's launch script that started it.
-            is_java = command.split(b"\0", 1)[0].endswith(b"/java")
-            if is_java and b"yarn.ApplicationMaster" in command and app_id.encode() in command:
-                found.append(int(entry.name))
-    return found
