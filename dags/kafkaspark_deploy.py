@@ -28,6 +28,7 @@ with DAG(
         job_spec=settings.job_spec(),
         kafka_conn_id="kafka_default",
         workdir=settings.workdir,
+        **settings.submit_arguments(),
         if_running="skip",
     )
     healthy = StreamingHealthSensor(

@@ -44,6 +44,7 @@ with DAG(
         restore_from=stop.output["savepoint_id"],
         restore_mode="checkpoint",
         workdir=settings.workdir,
+        **settings.submit_arguments(),
     )
     healthy = StreamingHealthSensor(
         task_id="wait_healthy",
@@ -75,5 +76,6 @@ with DAG(
         restore_from=stop.output["savepoint_id"],
         restore_mode="checkpoint",
         workdir=settings.workdir,
+        **settings.submit_arguments(),
     )
     stop >> restore >> healthy >> stop_unhealthy >> rollback

@@ -9,6 +9,11 @@ local stack (`make demo`), in tests, and on a real deployment.
     KAFKASPARK_SOURCE_TOPIC / KAFKASPARK_SINK_TOPIC   (default ip_count_source / _sink)
     KAFKASPARK_JOB_NAME     (default ip_count)
     KAFKASPARK_RECONCILE_TOPICS  more topics the reconcile DAG checks (comma-separated)
+    KAFKASPARK_SPARK_CONN_ID  the `spark` connection drivers are submitted through, e.g. one
+                            with master `yarn` and deploy-mode `cluster` (default: none, a
+                            local driver on the worker)
+    KAFKASPARK_JARS         comma-separated jars a cluster submit ships (the Kafka connector)
+    KAFKASPARK_SPARK_CONF   a JSON object of Spark settings added to the job's spec
     KAFKASPARK_UPGRADE_TRANSFORMATION / KAFKASPARK_UPGRADE_PYTHON_PATH
                             the transformation (`module:function`) and the folders holding it
                             that the restart window upgrades the job to; default: none, the
@@ -20,10 +25,12 @@ Pure Python: DAG files import this at parse time.
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
 
 
@@ -38,6 +45,9 @@ class ExampleSettings:
     upgrade_python_path: tuple[str, ...] = ()
     state_url: str | None = None
     aws_conn_id: str | None = None
+    spark_conn_id: str | None = None
+    jars: str | None = None
+    spark_conf: dict[str, str] = field(default_factory=dict)
 
     @property
     def checkpoint(self) -> str:
@@ -65,7 +75,14 @@ class ExampleSettings:
             sink_topic=self.sink_topic,
         )
         spec["lease_ttl_s"] = 10
+        if self.spark_conf:
+            given = spec.get("spark_conf")
+            spec["spark_conf"] = {**(given if isinstance(given, dict) else {}), **self.spark_conf}
         return spec
+
+    def submit_arguments(self) -> dict[str, Any]:
+        """Where the submit and restore operators send the driver."""
+        return {"spark_conn_id": self.spark_conn_id, "jars": self.jars}
 
     def upgraded_job_spec(self) -> dict[str, Any]:
         """The job as the restart window restores it: with the upgraded code, if any."""
@@ -93,4 +110,19 @@ def example_settings() -> ExampleSettings:
         ),
         state_url=os.environ.get("KAFKASPARK_STATE_URL", "").rstrip("/") or None,
         aws_conn_id=os.environ.get("KAFKASPARK_AWS_CONN_ID") or None,
+        spark_conn_id=os.environ.get("KAFKASPARK_SPARK_CONN_ID") or None,
+        jars=os.environ.get("KAFKASPARK_JARS") or None,
+        spark_conf=_spark_conf(os.environ.get("KAFKASPARK_SPARK_CONF", "")),
     )
+
+
+def _spark_conf(text: str) -> dict[str, str]:
+    if not text.strip():
+        return {}
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"KAFKASPARK_SPARK_CONF is not JSON: {exc}") from None
+    if not isinstance(found, dict):
+        raise InvalidInputError("KAFKASPARK_SPARK_CONF must be a JSON object of Spark settings")
+    return {str(k): str(v) for k, v in found.items()}

@@ -39,5 +39,6 @@ def test_example_dags_parse_without_heavy_imports(tmp_path: Path) -> None:
         "kafkaspark_deploy",
         "kafkaspark_reconcile",
         "kafkaspark_restart_window",
+        "kafkaspark_stop",
     ]
     assert result["heavy"] == []

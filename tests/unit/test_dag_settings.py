@@ -1,0 +1,36 @@
+"""The example DAGs' settings from the environment: where drivers go, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.examples.dag_settings import example_settings
+
+
+def test_without_cluster_settings_drivers_stay_local(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("KAFKASPARK_SPARK_CONN_ID", "KAFKASPARK_JARS", "KAFKASPARK_SPARK_CONF"):
+        monkeypatch.delenv(key, raising=False)
+    settings = example_settings()
+    assert settings.submit_arguments() == {"spark_conn_id": None, "jars": None}
+    assert "spark_conf" not in settings.job_spec()
+
+
+def test_cluster_settings_reach_the_submit_and_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKASPARK_SPARK_CONN_ID", "spark_yarn")
+    monkeypatch.setenv("KAFKASPARK_JARS", "/jars/a.jar,/jars/b.jar")
+    monkeypatch.setenv("KAFKASPARK_SPARK_CONF", '{"spark.sql.shuffle.partitions": 2}')
+    settings = example_settings()
+    assert settings.submit_arguments() == {
+        "spark_conn_id": "spark_yarn",
+        "jars": "/jars/a.jar,/jars/b.jar",
+    }
+    assert settings.job_spec()["spark_conf"] == {"spark.sql.shuffle.partitions": "2"}
+    assert settings.upgraded_job_spec()["spark_conf"] == {"spark.sql.shuffle.partitions": "2"}
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
+def test_a_bad_spark_conf_names_the_variable(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    monkeypatch.setenv("KAFKASPARK_SPARK_CONF", text)
+    with pytest.raises(InvalidInputError, match="KAFKASPARK_SPARK_CONF"):
+        example_settings()
