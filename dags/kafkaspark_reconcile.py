@@ -16,7 +16,7 @@ settings = example_settings()
 
 with DAG(
     dag_id="kafkaspark_reconcile",
-    schedule="*/5 * * * *",
+    schedule=settings.reconcile_schedule,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,

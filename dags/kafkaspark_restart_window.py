@@ -22,7 +22,7 @@ settings = example_settings()
 
 with DAG(
     dag_id="kafkaspark_restart_window",
-    schedule="0 3 * * *",
+    schedule=settings.restart_window_schedule,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,

@@ -14,6 +14,9 @@ local stack (`make demo`), in tests, and on a real deployment.
                             local driver on the worker)
     KAFKASPARK_JARS         comma-separated jars a cluster submit ships (the Kafka connector)
     KAFKASPARK_SPARK_CONF   a JSON object of Spark settings added to the job's spec
+    KAFKASPARK_RESTART_WINDOW_SCHEDULE / KAFKASPARK_RECONCILE_SCHEDULE
+                            cron expressions of the two scheduled DAGs (default "0 3 * * *"
+                            and "*/5 * * * *"); "none" leaves them to manual runs
     KAFKASPARK_UPGRADE_TRANSFORMATION / KAFKASPARK_UPGRADE_PYTHON_PATH
                             the transformation (`module:function`) and the folders holding it
                             that the restart window upgrades the job to; default: none, the
@@ -48,6 +51,8 @@ class ExampleSettings:
     spark_conn_id: str | None = None
     jars: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
+    restart_window_schedule: str | None = "0 3 * * *"
+    reconcile_schedule: str | None = "*/5 * * * *"
 
     @property
     def checkpoint(self) -> str:
@@ -113,7 +118,14 @@ def example_settings() -> ExampleSettings:
         spark_conn_id=os.environ.get("KAFKASPARK_SPARK_CONN_ID") or None,
         jars=os.environ.get("KAFKASPARK_JARS") or None,
         spark_conf=_spark_conf(os.environ.get("KAFKASPARK_SPARK_CONF", "")),
+        restart_window_schedule=_schedule("KAFKASPARK_RESTART_WINDOW_SCHEDULE", "0 3 * * *"),
+        reconcile_schedule=_schedule("KAFKASPARK_RECONCILE_SCHEDULE", "*/5 * * * *"),
     )
+
+
+def _schedule(variable: str, default: str) -> str | None:
+    value = os.environ.get(variable, default).strip()
+    return None if value.lower() in ("none", "") else value
 
 
 def _spark_conf(text: str) -> dict[str, str]:

@@ -34,3 +34,13 @@ def test_a_bad_spark_conf_names_the_variable(monkeypatch: pytest.MonkeyPatch, te
     monkeypatch.setenv("KAFKASPARK_SPARK_CONF", text)
     with pytest.raises(InvalidInputError, match="KAFKASPARK_SPARK_CONF"):
         example_settings()
+
+
+def test_schedules_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKASPARK_RECONCILE_SCHEDULE", raising=False)
+    monkeypatch.setenv("KAFKASPARK_RESTART_WINDOW_SCHEDULE", "none")
+    settings = example_settings()
+    assert settings.restart_window_schedule is None
+    assert settings.reconcile_schedule == "*/5 * * * *"
+    monkeypatch.setenv("KAFKASPARK_RESTART_WINDOW_SCHEDULE", "0 4 * * SUN")
+    assert example_settings().restart_window_schedule == "0 4 * * SUN"
