@@ -22,8 +22,14 @@ from airflow_provider_kafkaspark.core.control import (
     SubmittedMarker,
     now_ms,
     start_pending,
+    stop_wait_s,
 )
-from airflow_provider_kafkaspark.core.job_ref import JobRef, LocalJobRef, job_ref_to_dict
+from airflow_provider_kafkaspark.core.job_ref import (
+    JobRef,
+    LocalJobRef,
+    job_ref_from_dict,
+    job_ref_to_dict,
+)
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.offsets import (
     TopicOffsets,
@@ -42,6 +48,7 @@ from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
 from airflow_provider_kafkaspark.core.savepoint import SavepointManifest, SavepointStore
 from airflow_provider_kafkaspark.errors import (
+    InvalidArgumentError,
     KafkaSparkError,
     LeaseHeldError,
     RefusedError,
@@ -167,6 +174,19 @@ def restore_for_submit(
     return dataclasses.replace(spec, source=source), summary
 
 
+def submitted_ref(checkpoint: str) -> JobRef | None:
+    """The job reference the checkpoint's last submit recorded, if any (None for markers
+    written before references were recorded, or an unreadable one)."""
+    marker = ControlFolder(checkpoint).read_submitted()
+    if marker is None or marker.job_ref is None:
+        return None
+    try:
+        return job_ref_from_dict(marker.job_ref, f"{checkpoint}: submitted marker")
+    except InvalidArgumentError as exc:
+        log.warning("ignoring the submitted marker's job reference: %s", exc)
+        return None
+
+
 def starting_driver(checkpoint: str) -> SubmittedMarker | None:
     """The submitted marker of a driver that may still be starting (no lease taken yet)."""
     control = ControlFolder(checkpoint)
@@ -202,6 +222,7 @@ def submit_job(backend: JobBackend, spec: JobSpec, options: SubmitOptions) -> di
             host=socket.gethostname(),
             pid=ref.pid if isinstance(ref, LocalJobRef) else None,
             log_file=ref.log_file if isinstance(ref, LocalJobRef) else None,
+            job_ref=job_ref_to_dict(ref),
         )
     )
     handle: dict[str, Any] = {
@@ -282,14 +303,28 @@ def begin_stop(
     as soon as its query starts."""
     from airflow_provider_kafkaspark.local.jobs import request_stop
 
-    wait_s = drain_timeout_s + STOP_GRACE_S
-    if live_lease(checkpoint) is None and not driver_alive(ref):
-        marker = starting_driver(checkpoint)
-        if marker is None:
-            log.info("no live driver on %s: nothing to stop", checkpoint)
-            return None
-        remaining_ms = marker.submitted_at_ms + marker.startup_timeout_ms - now_ms()
-        wait_s += max(0.0, remaining_ms / 1000)
+    ref = ref or submitted_ref(checkpoint)
+    lease_live = live_lease(checkpoint) is not None
+    backend_alive = not lease_live and driver_alive(ref)
+    marker = starting_driver(checkpoint) if not (lease_live or backend_alive) else None
+    wait_s = stop_wait_s(
+        drain_timeout_s + STOP_GRACE_S,
+        lease_live=lease_live,
+        backend_alive=backend_alive,
+        marker=marker or ControlFolder(checkpoint).read_submitted(),
+        starting=marker is not None,
+        at_ms=now_ms(),
+    )
+    if wait_s is None:
+        log.info("no live driver on %s: nothing to stop", checkpoint)
+        return None
+    if backend_alive:
+        log.info(
+            "%s holds no lease but its backend says it lives: it is starting again and stops "
+            "once it runs",
+            describe_ref(ref) if ref else "the driver",
+        )
+    elif marker is not None:
         log.info(
             "the driver of %s submitted at %d is still starting: it stops once it runs",
             marker.job_name,
@@ -308,6 +343,7 @@ def check_stop(
     driver drains or starts; raises when the driver is gone without one. The report is
     written before the lease is released, so the checkpoint is free once it is there."""
     control = ControlFolder(checkpoint)
+    ref = ref or submitted_ref(checkpoint)
     stopped = control.read_stopped()
     if stopped is not None and stopped.stopped_at_ms >= requested_at_ms:
         _wait_gone(ref, 30)

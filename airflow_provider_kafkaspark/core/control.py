@@ -137,6 +137,9 @@ class SubmittedMarker:
     pid: int | None = None  # the local launcher's process on `host`; None for cluster submits
     log_file: str | None = None
     startup_timeout_ms: int = 300_000
+    # The submitted driver's job reference (`job_ref_to_dict`): a stop given only the
+    # checkpoint asks its backend whether the driver lives, e.g. while YARN restarts it.
+    job_ref: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -375,6 +378,32 @@ def start_pending(
     if lease is not None and lease.started_at_ms >= marker.submitted_at_ms:
         return False
     return not (stopped is not None and stopped.stopped_at_ms >= marker.submitted_at_ms)
+
+
+def stop_wait_s(
+    base_wait_s: float,
+    *,
+    lease_live: bool,
+    backend_alive: bool,
+    marker: SubmittedMarker | None,
+    starting: bool,
+    at_ms: int,
+) -> float | None:
+    """How long a stopper waits for the stopped report, or None when nothing runs or starts.
+
+    `base_wait_s` covers a running driver's drain and exit. A driver its backend reports
+    alive without a lease is starting again (YARN's next attempt, a local restart) and gets
+    the marker's startup bound on top; so does one still starting after its submit, for
+    what remains of that bound."""
+    if lease_live:
+        return base_wait_s
+    if backend_alive:
+        bound_ms = marker.startup_timeout_ms if marker is not None else 300_000
+        return base_wait_s + bound_ms / 1000
+    if starting and marker is not None:
+        remaining_ms = marker.submitted_at_ms + marker.startup_timeout_ms - at_ms
+        return base_wait_s + max(0.0, remaining_ms / 1000)
+    return None
 
 
 def _from_dict(kind: type[T], raw: Any, where: str) -> T:

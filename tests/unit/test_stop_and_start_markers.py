@@ -16,12 +16,14 @@ from airflow_provider_kafkaspark.core.control import (
     SubmittedMarker,
     now_ms,
     start_pending,
+    stop_wait_s,
 )
 from airflow_provider_kafkaspark.core.job_code import (
     check_code_visible,
     driver_python_path,
     resolve_python_path,
 )
+from airflow_provider_kafkaspark.core.job_ref import YarnJobRef, job_ref_to_dict
 from airflow_provider_kafkaspark.core.jobspec import JobSpec, JobSpecError
 from airflow_provider_kafkaspark.errors import (
     InvalidInputError,
@@ -31,7 +33,11 @@ from airflow_provider_kafkaspark.errors import (
     LeaseHeldError,
 )
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
-from airflow_provider_kafkaspark.lifecycle import RestoreRefusedError, StopTimeoutError
+from airflow_provider_kafkaspark.lifecycle import (
+    RestoreRefusedError,
+    StopTimeoutError,
+    submitted_ref,
+)
 
 
 def report(owner: str | None, at_ms: int) -> StoppedReport:
@@ -87,6 +93,47 @@ def test_start_pending_until_the_lease_a_report_or_the_bound() -> None:
     assert start_pending(marker(t), None, report("o", t - 2), t + 5_000)  # an older report
     assert not start_pending(marker(t, 10_000), None, None, t + 10_001)  # bound passed
     assert not start_pending(marker(t), None, None, t + 5_000, launcher_gone=True)
+
+
+def test_a_stop_waits_for_a_driver_its_backend_sees_restarting() -> None:
+    t, base = 1_000_000, 90.0
+    old = marker(t - 3_600_000)  # submitted an hour ago: no longer "starting" by itself
+
+    def wait(**seen: object) -> float | None:
+        facts = {"lease_live": False, "backend_alive": False, "starting": False, **seen}
+        return stop_wait_s(base, marker=old, at_ms=t, **facts)  # type: ignore[arg-type]
+
+    assert wait(lease_live=True) == base  # running: its drain and exit
+    # No lease, but YARN runs its next attempt: the startup bound on top.
+    assert wait(backend_alive=True) == base + old.startup_timeout_ms / 1000
+    assert wait() is None  # nothing runs or starts: nothing to stop
+    fresh = marker(t - 10_000)
+    assert (
+        stop_wait_s(
+            base, lease_live=False, backend_alive=False, marker=fresh, starting=True, at_ms=t
+        )
+        == base + (fresh.startup_timeout_ms - 10_000) / 1000
+    )
+
+
+def test_the_submitted_marker_names_the_driver_for_a_stop_without_a_handle(
+    tmp_path: Path,
+) -> None:
+    checkpoint = str(tmp_path)
+    control = ControlFolder(checkpoint)
+    assert submitted_ref(checkpoint) is None
+    ref = YarnJobRef("job", checkpoint, "application_1_0001", "http://rm:8088")
+    control.write_submitted(
+        SubmittedMarker(now_ms(), "job", "test", "host", job_ref=job_ref_to_dict(ref))
+    )
+    assert submitted_ref(checkpoint) == ref
+    # A marker of an older release (no reference) or with a broken one names nothing.
+    control.write_submitted(SubmittedMarker(now_ms(), "job", "test", "host"))
+    assert submitted_ref(checkpoint) is None
+    control.write_submitted(
+        SubmittedMarker(now_ms(), "job", "test", "host", job_ref={"backend": "mesos"})
+    )
+    assert submitted_ref(checkpoint) is None
 
 
 @pytest.mark.parametrize(
