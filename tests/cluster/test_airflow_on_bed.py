@@ -1,0 +1,242 @@
+"""The story of the README's example DAGs, run by Airflow's own services across hosts of the
+bed, with the drivers on YARN:
+
+    hosts:  airflow (PostgreSQL, api-server, scheduler, dag-processor)   triggerer
+            worker1, worker2 (Edge workers)   rm, node1 (YARN)   kafka   s3   ops
+
+`kafkaspark_deploy` runs on worker1 (the submit) and waits healthy in the triggerer; the
+driver's container is killed on its node and YARN restarts it; worker1 then goes away and
+worker2 runs the rest: `kafkaspark_restart_window` (stop with a savepoint, restore as a new
+YARN application, healthy), then a maintenance stop (`kafkaspark_stop`) during which a
+partition is added to the source and written to, `kafkaspark_reconcile` reporting it,
+`kafkaspark_deploy` bringing the job back to read it, and a last `kafkaspark_stop`. The sink
+is read `read_committed`: 0 duplicates, 0 missing. DAG runs are triggered and read through
+the api-server's REST API from the ops host, as a person would.
+
+Figures (seconds) go to `airflow_bed_figures.json` in the test's folder and are printed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kafkaspark.examples.access_events import AccessEvent, generate_events
+from airflow_provider_kafkaspark.examples.ip_count import expected_counts, sink_windows
+from airflow_provider_kafkaspark.local.airflow_services import (
+    new_shared_secrets,
+    shared_environment,
+)
+from airflow_provider_kafkaspark.local.netbed import NetBed
+from airflow_provider_kafkaspark.local.spark import spark_jars_option
+from tests.cluster.bed_stack import BUCKET, KAFKASPARK, REPO, BedStack, wait
+
+HOSTS = ["s3", "kafka", "rm", "node1", "airflow", "triggerer", "worker1", "worker2", "ops"]
+SOURCE, SINK, JOB = "bed_source", "bed_sink", "bed_ip_count"
+CHECKPOINT = f"s3://{BUCKET}/jobs/{JOB}/checkpoint"
+
+ADD_PARTITION = """
+import sys
+from confluent_kafka.admin import AdminClient, NewPartitions
+bootstrap, topic, count = sys.argv[1:4]
+admin = AdminClient({"bootstrap.servers": bootstrap})
+admin.create_partitions([NewPartitions(topic, int(count))])[topic].result(60)
+"""
+
+
+def iso_ms(text: str) -> int:
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def took_s(task: dict[str, Any]) -> float:
+    return round((iso_ms(task["end_date"]) - iso_ms(task["start_date"])) / 1000, 1)
+
+
+def test_example_dags_on_airflow_services_across_hosts(tmp_path: Path) -> None:
+    # PostgreSQL runs as `nobody`, who cannot enter pytest's private temporary folder.
+    pg_dir = Path(tempfile.mkdtemp(prefix="kafkaspark-bed-pg-"))
+    pg_dir.chmod(0o755)
+    figures: dict[str, Any] = {}
+    try:
+        with NetBed(tmp_path / "bed", HOSTS) as bed:
+            run_story(bed, BedStack(bed), pg_dir, tmp_path, figures)
+    finally:
+        shutil.rmtree(pg_dir, ignore_errors=True)
+    (tmp_path / "airflow_bed_figures.json").write_text(json.dumps(figures, indent=2))
+    print("Airflow bed figures:", json.dumps(figures))
+
+
+def run_story(
+    bed: NetBed, stack: BedStack, pg_dir: Path, tmp_path: Path, figures: dict[str, Any]
+) -> None:
+    on = stack.on
+    t0 = time.monotonic()
+    aws = stack.start_s3("s3")
+    bootstrap = stack.start_kafka("kafka")
+    stack.create_topics("kafka", 3, SOURCE, SINK)
+    stack.start_yarn("rm", ["node1"], ["worker1", "worker2"], tmp_path / "bed" / "opt")
+
+    # One Airflow deployment: what every host shares, then what its tasks need. The DAG
+    # files are the README's; their schedules are off, so that only the runs below happen.
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    for name in ("deploy", "restart_window", "reconcile", "stop"):
+        (dags / f"kafkaspark_{name}.py").symlink_to(REPO / "dags" / f"kafkaspark_{name}.py")
+    shared = shared_environment(
+        database_url="postgresql+psycopg2://postgres@airflow:5432/airflow",
+        api_host="airflow",
+        dags_folder=str(dags),
+        keys=new_shared_secrets(),
+    )
+    kafka_conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap}}
+    deployment = {
+        **shared,
+        "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True",
+        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(kafka_conn),
+        "AIRFLOW_CONN_AWS_BED": json.dumps(stack.s3_connection),
+        "AIRFLOW_CONN_SPARK_YARN": json.dumps(stack.spark_connection),
+        "KAFKASPARK_STATE_URL": f"s3://{BUCKET}/jobs",
+        "KAFKASPARK_AWS_CONN_ID": "aws_bed",
+        "KAFKASPARK_JOB_NAME": JOB,
+        "KAFKASPARK_SOURCE_TOPIC": SOURCE,
+        "KAFKASPARK_SINK_TOPIC": SINK,
+        "KAFKASPARK_SPARK_CONN_ID": "spark_yarn",
+        "KAFKASPARK_JARS": spark_jars_option(s3a=True),
+        "KAFKASPARK_SPARK_CONF": json.dumps({"spark.sql.shuffle.partitions": "2"}),
+        "KAFKASPARK_RESTART_WINDOW_SCHEDULE": "none",
+        "KAFKASPARK_RECONCILE_SCHEDULE": "none",
+    }
+
+    def airflow_on(host: str, action: str, component: str) -> None:
+        env = {
+            **deployment,
+            **stack.client_env.get(host, {}),
+            "KAFKASPARK_HOME": str(bed.folder(host) / "kafkaspark"),
+        }
+        folder = str(bed.folder(host) / "airflow")
+        on(host, [KAFKASPARK, "local", "airflow", action, component, "--dir", folder], env=env)
+
+    postgres = [KAFKASPARK, "local", "postgres", "start", "--dir", str(pg_dir)]
+    on("airflow", [*postgres, "--database", "airflow"])
+    on("airflow", [str(Path(sys.executable).parent / "airflow"), "db", "migrate"], env=deployment)
+    for component in ("api-server", "scheduler", "dag-processor"):
+        airflow_on("airflow", "start", component)
+    airflow_on("triggerer", "start", "triggerer")
+    airflow_on("worker1", "start", "edge-worker")
+    figures["bed_up_s"] = round(time.monotonic() - t0, 1)
+
+    def dag_run(dag_id: str, timeout_s: float = 900) -> dict[str, Any]:
+        argv = [sys.executable, "-m", "tests.cluster.airflow_rest", "run", dag_id]
+        out = on("ops", [*argv, "--timeout", str(timeout_s)], timeout=timeout_s + 240)
+        run: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        assert run["state"] == "success", json.dumps(run, indent=2)
+        figures.setdefault(f"{dag_id}_run_s", []).append(round(run["seconds"], 1))
+        return run
+
+    def trigger_logs(task_id: str) -> list[Path]:
+        """Logs the triggerer host wrote for `task_id`'s deferrals (none elsewhere)."""
+        return list(bed.folder("triggerer").rglob(f"task_id={task_id}/*trigger*"))
+
+    events = list(generate_events(6_000, seed=61))
+    first, second = events[:4_000], events[4_000:]
+    stack.produce("ops", SOURCE, first)
+
+    # Deploy: the submit on worker1, the health sensor deferred to the triggerer host.
+    deploy = dag_run("kafkaspark_deploy")
+    assert deploy["tasks"]["submit"]["hostname"] == "worker1"
+    handle = deploy["tasks"]["submit"]["value"]
+    assert handle["mode"] == "yarn" and "pid" not in handle
+    app_id = handle["job_ref"]["application_id"]
+    assert trigger_logs("wait_healthy"), "the health sensor's trigger ran on no triggerer host"
+
+    # The driver's container dies on its node; YARN, not an Airflow host, starts it again.
+    ref_text = json.dumps(handle["job_ref"])
+
+    def status(ref: str = ref_text) -> dict[str, Any]:
+        argv = [KAFKASPARK, "job", "status", ref, "--json"]
+        return dict(json.loads(on("ops", argv, env=aws)))
+
+    found = on("node1", ["pgrep", "-f", "yarn.ApplicationMaster"]).split()
+    assert found and all(int(p) < 10_000 for p in found)  # pids of the node's own PID space
+    killed = time.monotonic()
+    on("node1", ["kill", "-9", *found])
+    wait("YARN's second attempt", lambda: status().get("attempts", 0) >= 2, 300)
+    figures["yarn_next_attempt_s"] = round(time.monotonic() - killed, 1)
+
+    # The submit's worker goes away; another host's worker runs the rest.
+    airflow_on("worker1", "stop", "edge-worker")
+    airflow_on("worker2", "start", "edge-worker")
+
+    # The restart window: stop with a savepoint, restore it as a new YARN application.
+    window = dag_run("kafkaspark_restart_window")["tasks"]
+    assert window["stop_with_savepoint"]["hostname"] == "worker2"
+    assert window["stop_with_savepoint"]["value"]["stopped"]["clean"] is True
+    assert trigger_logs("stop_with_savepoint")  # the stop waited in the triggerer
+    assert window["restore"]["hostname"] == "worker2"
+    restored = window["restore"]["value"]
+    assert restored["job_ref"]["application_id"] != app_id
+    assert (window["stop_unhealthy"]["state"], window["rollback"]["state"]) == ("skipped",) * 2
+    figures["window_stop_s"] = took_s(window["stop_with_savepoint"])
+    figures["window_restore_s"] = took_s(window["restore"])
+    figures["window_healthy_s"] = took_s(window["wait_healthy"])
+    # Stop requested to the restored driver's first batches seen (the sensor's start).
+    window_ms = iso_ms(window["wait_healthy"]["start_date"])
+    figures["window_to_healthy_wait_s"] = round(
+        (window_ms - iso_ms(window["stop_with_savepoint"]["start_date"])) / 1000, 1
+    )
+
+    # Maintenance: stopped from worker2, a partition added and written to while the job is
+    # down, the reconcile reports it, and the deploy brings the job back to read it.
+    stopped = dag_run("kafkaspark_stop")["tasks"]["stop_with_savepoint"]
+    assert stopped["hostname"] == "worker2" and stopped["value"]["stopped"]["clean"] is True
+    restored_ref = json.dumps(restored["job_ref"])
+    wait("the application's end", lambda: status(restored_ref)["state"] == "FINISHED", 120)
+    stack.python("ops", ADD_PARTITION, bootstrap, SOURCE, "4")
+    stack.produce("ops", SOURCE, second)
+    reconcile = dag_run("kafkaspark_reconcile")["tasks"]["reconcile"]
+    assert reconcile["hostname"] == "worker2"
+    plan = reconcile["value"]
+    new = [f for f in plan["findings"] if f["kind"] == "NEW_PARTITION"]
+    assert [(f["topic"], f["partition"]) for f in new] == [(SOURCE, 3)], plan["findings"]
+    again = dag_run("kafkaspark_deploy")["tasks"]
+    assert again["submit"]["hostname"] == "worker2"
+    assert again["submit"]["value"]["job_ref"]["application_id"] not in (
+        app_id,
+        restored["job_ref"]["application_id"],
+    )
+
+    flush_ms = max(e.event_time_ms for e in events) + 60_000
+    stack.produce("ops", SOURCE, [AccessEvent("255.255.255.255", flush_ms, "/", 200)])
+    total = len(events) + 1
+
+    def caught_up() -> bool:
+        committed = stack.checkpoint_offsets("ops", CHECKPOINT, SOURCE)
+        return len(committed) == 4 and sum(committed.values()) == total
+
+    wait("the source read to its end, the new partition too", caught_up, 600)
+    final = dag_run("kafkaspark_stop")["tasks"]["stop_with_savepoint"]
+    assert final["hostname"] == "worker2"
+    assert final["value"]["stopped"]["clean"] is True and final["value"]["savepoint_id"]
+    last_ref = json.dumps(again["submit"]["value"]["job_ref"])
+    wait("the last application's end", lambda: status(last_ref)["state"] == "FINISHED", 120)
+
+    counts, duplicates = sink_windows(stack.read("kafka", SINK, 3))
+    expected = expected_counts(events, closed_before_ms=flush_ms - 10_000)
+    missing = sum(1 for key in expected if key not in counts)
+    figures.update(duplicates=duplicates, missing=missing, windows=len(expected))
+    assert duplicates == 0 and missing == 0
+    assert counts == expected
+    for host, component in (
+        ("worker2", "edge-worker"),
+        ("triggerer", "triggerer"),
+        ("airflow", "dag-processor"),
+        ("airflow", "scheduler"),
+        ("airflow", "api-server"),
+    ):
+        airflow_on(host, "stop", component)
+    on("airflow", [KAFKASPARK, "local", "postgres", "stop", "--dir", str(pg_dir)])
