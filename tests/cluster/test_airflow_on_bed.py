@@ -6,9 +6,10 @@ bed, with the drivers on YARN:
 
 `kafkaspark_deploy` runs on worker1 (the submit) and waits healthy in the triggerer; the
 driver's container is killed on its node and YARN restarts it; worker1 then goes away and
-worker2 runs the rest: `kafkaspark_restart_window` (stop with a savepoint, restore as a new
-YARN application, healthy), then a maintenance stop (`kafkaspark_stop`) during which a
-partition is added to the source and written to, `kafkaspark_reconcile` reporting it,
+worker2 runs the rest: `kafkaspark_restart_window` (stop with a savepoint, a partition
+added to the source and written to while the job is stopped, restore as a new YARN
+application that reads it, healthy), then a maintenance stop (`kafkaspark_stop`) during
+which a fifth partition is added and written to, `kafkaspark_reconcile` reporting it,
 `kafkaspark_deploy` bringing the job back to read it, and a last `kafkaspark_stop`. The sink
 is read `read_committed`: 0 duplicates, 0 missing. DAG runs are triggered and read through
 the api-server's REST API from the ops host, as a person would.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +42,28 @@ HOSTS = ["s3", "kafka", "rm", "node1", "airflow", "triggerer", "worker1", "worke
 SOURCE, SINK, JOB = "bed_source", "bed_sink", "bed_ip_count"
 CHECKPOINT = f"s3://{BUCKET}/jobs/{JOB}/checkpoint"
 
+# On the ops host during the restart window: once the stop has left its report, add a source
+# partition and write to it while the job is down; print when the partition was added.
+WHILE_STOPPED = """
+import json, sys, time
+from confluent_kafka.admin import AdminClient, NewPartitions
+from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.examples.access_events import AccessEvent, produce_events
+bootstrap, topic, checkpoint, since_ms, rows = sys.argv[1:6]
+control = ControlFolder(checkpoint)
+deadline = time.monotonic() + 600
+while time.monotonic() < deadline:
+    stopped = control.read_stopped()
+    if stopped is not None and stopped.stopped_at_ms >= int(since_ms):
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_partitions([NewPartitions(topic, 4)])[topic].result(60)
+        added_ms = int(time.time() * 1000)
+        produce_events(bootstrap, topic, [AccessEvent(*r) for r in json.load(open(rows))])
+        print(json.dumps({"added_ms": added_ms}))
+        sys.exit(0)
+    time.sleep(0.2)
+sys.exit("no stop report within 600 s")
+"""
 ADD_PARTITION = """
 import sys
 from confluent_kafka.admin import AdminClient, NewPartitions
@@ -143,7 +167,7 @@ def run_story(
         return list(bed.folder("triggerer").rglob(f"task_id={task_id}/*trigger*"))
 
     events = list(generate_events(6_000, seed=61))
-    first, second = events[:4_000], events[4_000:]
+    first, during_window, during_maintenance = events[:3_000], events[3_000:4_500], events[4_500:]
     stack.produce("ops", SOURCE, first)
 
     # Deploy: the submit on worker1, the health sensor deferred to the triggerer host.
@@ -172,8 +196,31 @@ def run_story(
     airflow_on("worker1", "stop", "edge-worker")
     airflow_on("worker2", "start", "edge-worker")
 
-    # The restart window: stop with a savepoint, restore it as a new YARN application.
-    window = dag_run("kafkaspark_restart_window")["tasks"]
+    # The restart window: stop with a savepoint, restore it as a new YARN application; while
+    # the job is stopped, a partition is added to the source and written to.
+    rows = bed.folder("ops") / "during_window.json"
+    rows.write_text(json.dumps([[e.ip, e.event_time_ms, e.path, e.status] for e in during_window]))
+    watch = [WHILE_STOPPED, bootstrap, SOURCE, CHECKPOINT, str(int(time.time() * 1000)), str(rows)]
+    watcher = bed.popen(
+        "ops",
+        [sys.executable, "-c", *watch],
+        cwd=str(bed.folder("ops")),
+        env={**stack.base_env, **aws},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        window = dag_run("kafkaspark_restart_window")["tasks"]
+        out, err = watcher.communicate(timeout=120)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.wait(10)
+    assert watcher.returncode == 0, err.decode()
+    added_ms = json.loads(out.decode().strip().splitlines()[-1])["added_ms"]
+    # The partition was there before the restore began, and the restore's reconcile saw it.
+    assert added_ms < iso_ms(window["restore"]["start_date"])
+    assert "4 partitions" in window["restore"]["value"]["restored"]["reconcile"]
     assert window["stop_with_savepoint"]["hostname"] == "worker2"
     assert window["stop_with_savepoint"]["value"]["stopped"]["clean"] is True
     assert trigger_logs("stop_with_savepoint")  # the stop waited in the triggerer
@@ -196,13 +243,13 @@ def run_story(
     assert stopped["hostname"] == "worker2" and stopped["value"]["stopped"]["clean"] is True
     restored_ref = json.dumps(restored["job_ref"])
     wait("the application's end", lambda: status(restored_ref)["state"] == "FINISHED", 120)
-    stack.python("ops", ADD_PARTITION, bootstrap, SOURCE, "4")
-    stack.produce("ops", SOURCE, second)
+    stack.python("ops", ADD_PARTITION, bootstrap, SOURCE, "5")
+    stack.produce("ops", SOURCE, during_maintenance)
     reconcile = dag_run("kafkaspark_reconcile")["tasks"]["reconcile"]
     assert reconcile["hostname"] == "worker2"
     plan = reconcile["value"]
     new = [f for f in plan["findings"] if f["kind"] == "NEW_PARTITION"]
-    assert [(f["topic"], f["partition"]) for f in new] == [(SOURCE, 3)], plan["findings"]
+    assert [(f["topic"], f["partition"]) for f in new] == [(SOURCE, 4)], plan["findings"]
     again = dag_run("kafkaspark_deploy")["tasks"]
     assert again["submit"]["hostname"] == "worker2"
     assert again["submit"]["value"]["job_ref"]["application_id"] not in (
@@ -216,7 +263,7 @@ def run_story(
 
     def caught_up() -> bool:
         committed = stack.checkpoint_offsets("ops", CHECKPOINT, SOURCE)
-        return len(committed) == 4 and sum(committed.values()) == total
+        return len(committed) == 5 and sum(committed.values()) == total
 
     wait("the source read to its end, the new partition too", caught_up, 600)
     final = dag_run("kafkaspark_stop")["tasks"]["stop_with_savepoint"]
