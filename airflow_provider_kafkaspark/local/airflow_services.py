@@ -16,25 +16,31 @@ the caller passes them in the environment of every start.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import secrets
-import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.errors import LocalStackError
+from airflow_provider_kafkaspark.local.daemon import (
+    load_state,
+    log_tail,
+    save_state,
+    spawn,
+    stop_group,
+    wait_ready,
+)
 from airflow_provider_kafkaspark.local.process import server_running
 
 log = logging.getLogger(__name__)
 
+STATE_FILE = "component.json"
 API_PORT = 8080
 EDGE_EXECUTOR = "airflow.providers.edge3.executors.EdgeExecutor"
 EDGE_DB_MANAGER = "airflow.providers.edge3.models.db.EdgeDBManager"
@@ -136,16 +142,7 @@ class LocalAirflowComponent:
             return self
         self.home.mkdir(parents=True, exist_ok=True)
         command = self.airflow_command(*COMPONENTS[self.component], *self.args)
-        with open(self.log_file, "ab") as out:
-            self._proc = subprocess.Popen(
-                command,
-                cwd=self.home,
-                env=self._env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        self._proc = spawn(command, self.log_file, cwd=self.home, env=self._env)
         self._state.pid = self._proc.pid
         self._save_state()
         try:
@@ -160,15 +157,8 @@ class LocalAirflowComponent:
         SIGKILL after `timeout`."""
         pid = self._state.pid
         if self.is_running() and pid:
-            os.killpg(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while self.is_running() and time.monotonic() < deadline:
-                self._reap()
-                time.sleep(0.2)
-            if self.is_running():
-                log.warning("Airflow %s did not stop in %ss: killing it", self.component, timeout)
-                os.killpg(pid, signal.SIGKILL)
-                self._reap(10.0)
+            what = f"Airflow {self.component}"
+            stop_group(pid, self.is_running, self._proc, what=what, timeout=timeout)
         self._state.pid = None
         self._save_state()
 
@@ -184,10 +174,7 @@ class LocalAirflowComponent:
         }
 
     def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log_file, lines)
 
     def _ready(self) -> bool:
         if self.component == "api-server":
@@ -208,39 +195,24 @@ class LocalAirflowComponent:
         return done.returncode == 0
 
     def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        for _ in range(int(timeout) + 1):
-            if not self.is_running():
-                raise AirflowServiceError(
-                    f"Airflow {self.component} exited during start-up; last lines of "
-                    f"{self.log_file}:\n{self.log_tail()}"
-                )
-            if self._ready():
-                log.info("Airflow %s is ready (pid %s)", self.component, self._state.pid)
-                return
-            if time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        raise AirflowServiceError(
-            f"Airflow {self.component} was not ready in {timeout:g}s; last lines of "
-            f"{self.log_file}:\n{self.log_tail()}"
+        what = f"Airflow {self.component}"
+        wait_ready(
+            self._ready,
+            self.is_running,
+            timeout=timeout,
+            pause=1.0,
+            exited=lambda: AirflowServiceError(
+                f"{what} exited during start-up; last lines of {self.log_file}:\n{self.log_tail()}"
+            ),
+            late=lambda: AirflowServiceError(
+                f"{what} was not ready in {timeout:g}s; last lines of {self.log_file}:\n"
+                f"{self.log_tail()}"
+            ),
         )
-
-    def _reap(self, timeout: float = 0.0) -> None:
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-
-    def _state_file(self) -> Path:
-        return self.home / "component.json"
+        log.info("%s is ready (pid %s)", what, self._state.pid)
 
     def _load_state(self) -> _ComponentState | None:
-        if not self._state_file().is_file():
-            return None
-        return _ComponentState(**json.loads(self._state_file().read_text()))
+        return load_state(self.home / STATE_FILE, _ComponentState)
 
     def _save_state(self) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        self._state_file().write_text(json.dumps(asdict(self._state)))
+        save_state(self.home / STATE_FILE, self._state)

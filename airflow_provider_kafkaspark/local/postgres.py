@@ -10,18 +10,23 @@ owns `base_dir`. Its pid and port are kept in `<base_dir>/postgres.json` for `st
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 import signal
 import subprocess
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.errors import LocalStackError, PortInUseError
+from airflow_provider_kafkaspark.local.daemon import (
+    load_state,
+    save_state,
+    spawn,
+    stop_group,
+    wait_ready,
+)
 from airflow_provider_kafkaspark.local.ports import HOST, port_in_use
 from airflow_provider_kafkaspark.local.process import server_running
 
@@ -118,14 +123,7 @@ class LocalPostgres:
             "-D", str(data), "-h", self.host, "-p", str(self.port), "-k", str(sockets),
             "-c", "shared_buffers=64MB", "-c", "max_connections=200",
         ]  # fmt: skip
-        with open(self.log_file, "ab") as out:
-            self._proc = subprocess.Popen(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        self._proc = spawn(command, self.log_file)
         self._state.pid = self._proc.pid
         self._save_state()
         try:
@@ -147,15 +145,14 @@ class LocalPostgres:
         """A fast shutdown (SIGINT), SIGKILL after `timeout`; data stays in `base_dir`."""
         pid = self._state.pid
         if self.is_running() and pid:
-            os.killpg(pid, signal.SIGINT)
-            deadline = time.monotonic() + timeout
-            while self.is_running() and time.monotonic() < deadline:
-                self._reap()
-                time.sleep(0.1)
-            if self.is_running():
-                log.warning("local PostgreSQL did not stop in %ss: killing it", timeout)
-                os.killpg(pid, signal.SIGKILL)
-                self._reap(10.0)
+            stop_group(
+                pid,
+                self.is_running,
+                self._proc,
+                what="local PostgreSQL",
+                first_signal=signal.SIGINT,
+                timeout=timeout,
+            )
         self._state.pid = None
         self._save_state()
 
@@ -199,35 +196,22 @@ class LocalPostgres:
 
     def _wait_ready(self, bin_dir: Path, timeout: float) -> None:
         ready = [str(bin_dir / "pg_isready"), "-q", "-h", self.host, "-p", str(self.port)]
-        deadline = time.monotonic() + timeout
-        for _ in range(int(timeout / 0.2) + 1):
-            if not self.is_running():
-                raise PostgresStartError(
-                    f"local PostgreSQL exited during start-up; see {self.log_file}"
-                )
-            if subprocess.run(ready, check=False, timeout=10).returncode == 0:
-                return
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        raise PostgresStartError(
-            f"local PostgreSQL at {self.host}:{self.port} did not answer in {timeout:g}s; "
-            f"see {self.log_file}"
+        wait_ready(
+            lambda: subprocess.run(ready, check=False, timeout=10).returncode == 0,
+            self.is_running,
+            timeout=timeout,
+            pause=0.2,
+            exited=lambda: PostgresStartError(
+                f"local PostgreSQL exited during start-up; see {self.log_file}"
+            ),
+            late=lambda: PostgresStartError(
+                f"local PostgreSQL at {self.host}:{self.port} did not answer in {timeout:g}s; "
+                f"see {self.log_file}"
+            ),
         )
 
-    def _reap(self, timeout: float = 0.0) -> None:
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-
     def _load_state(self) -> _ServerState | None:
-        path = self.base_dir / STATE_FILE
-        if not path.is_file():
-            return None
-        return _ServerState(**json.loads(path.read_text()))
+        return load_state(self.base_dir / STATE_FILE, _ServerState)
 
     def _save_state(self) -> None:
-        self.base_dir.mkdir(parents=True, exist_ok=True)
-        (self.base_dir / STATE_FILE).write_text(json.dumps(asdict(self._state), indent=2))
+        save_state(self.base_dir / STATE_FILE, self._state)

@@ -16,13 +16,11 @@ import logging
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,14 @@ from airflow_provider_kafkaspark.errors import (
     LocalStackError,
     ObjectStoreStartError,
     PortInUseError,
+)
+from airflow_provider_kafkaspark.local.daemon import (
+    load_state,
+    log_tail,
+    save_state,
+    spawn,
+    stop_group,
+    wait_ready,
 )
 from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
 from airflow_provider_kafkaspark.local.process import server_running
@@ -183,15 +189,7 @@ class LocalS3Server:
             "-webdav=false",
             "-admin.ui=false",
         ]
-        with open(self.log_file, "ab") as out:
-            self._proc = subprocess.Popen(
-                command,
-                cwd=self.base_dir,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        self._proc = spawn(command, self.log_file, cwd=self.base_dir)
         self._state.pid = self._proc.pid
         self._save_state()
         try:
@@ -206,15 +204,7 @@ class LocalS3Server:
         """SIGTERM, then SIGKILL after `timeout` seconds; data stays in `base_dir`."""
         pid = self._state.pid
         if self.is_running() and pid:
-            os.killpg(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while self.is_running() and time.monotonic() < deadline:
-                self._reap()
-                time.sleep(0.1)
-            if self.is_running():
-                log.warning("local S3 server did not stop in %ss: killing it", timeout)
-                os.killpg(pid, signal.SIGKILL)
-                self._reap(10.0)
+            stop_group(pid, self.is_running, self._proc, what="local S3 server", timeout=timeout)
         self._state.pid = None
         self._save_state()
 
@@ -235,10 +225,7 @@ class LocalS3Server:
         return self.base_dir / "weed.log"
 
     def log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log_file, lines)
 
     def __enter__(self) -> LocalS3Server:
         return self.start()
@@ -263,44 +250,37 @@ class LocalS3Server:
 
     def _wait_ready(self, timeout: float) -> None:
         """Until the S3 gateway answers an (unsigned, so refused) request; bounded."""
-        deadline = time.monotonic() + timeout
         last = "no answer yet"
-        for _ in range(int(timeout / 0.2) + 1):
-            if not self.is_running():
-                raise ObjectStoreStartError(
-                    f"local S3 server exited during start-up; last lines of {self.log_file}:\n"
-                    f"{self.log_tail()}"
-                )
+
+        def answers() -> bool:
+            nonlocal last
             try:
                 urllib.request.urlopen(self.endpoint_url, timeout=2)
-                return
+                return True
             except urllib.error.HTTPError as exc:
-                if exc.code in (403, 400):  # answered: the gateway is up
-                    return
                 last = f"HTTP {exc.code}"
+                return exc.code in (403, 400)  # answered: the gateway is up
             except OSError as exc:
                 last = str(exc)
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        raise ObjectStoreStartError(
-            f"local S3 server at {self.endpoint_url} did not answer in {timeout:g}s "
-            f"(last: {last}); log {self.log_file}:\n{self.log_tail()}"
+                return False
+
+        wait_ready(
+            answers,
+            self.is_running,
+            timeout=timeout,
+            pause=0.2,
+            exited=lambda: ObjectStoreStartError(
+                f"local S3 server exited during start-up; last lines of {self.log_file}:\n"
+                f"{self.log_tail()}"
+            ),
+            late=lambda: ObjectStoreStartError(
+                f"local S3 server at {self.endpoint_url} did not answer in {timeout:g}s "
+                f"(last: {last}); log {self.log_file}:\n{self.log_tail()}"
+            ),
         )
 
-    def _reap(self, timeout: float = 0.0) -> None:
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-
     def _load_state(self) -> _ServerState | None:
-        path = self.base_dir / STATE_FILE
-        if not path.is_file():
-            return None
-        return _ServerState(**json.loads(path.read_text()))
+        return load_state(self.base_dir / STATE_FILE, _ServerState)
 
     def _save_state(self) -> None:
-        self.base_dir.mkdir(parents=True, exist_ok=True)
-        write_private(self.base_dir / STATE_FILE, json.dumps(asdict(self._state), indent=2))
+        save_state(self.base_dir / STATE_FILE, self._state)
