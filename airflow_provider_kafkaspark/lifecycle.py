@@ -20,6 +20,7 @@ from airflow_provider_kafkaspark.core.control import (
     StoppedReport,
     StopRequest,
     SubmittedMarker,
+    ended_before_running,
     now_ms,
     start_pending,
     stop_wait_s,
@@ -287,6 +288,9 @@ class StopStarted:
 
     request: StopRequest
     wait_s: float
+    # No live lease at the request, only a backend that listed the driver: if it ends
+    # without running again, nothing was stopped (`NotRunning`) rather than a crash.
+    awaited_restart: bool = False
 
 
 def begin_stop(
@@ -333,15 +337,28 @@ def begin_stop(
     request = request_stop(
         checkpoint, requested_by=requested_by, reason=reason, drain_timeout_s=drain_timeout_s
     )
-    return StopStarted(request, wait_s)
+    return StopStarted(request, wait_s, awaited_restart=backend_alive)
+
+
+@dataclasses.dataclass(frozen=True)
+class NotRunning:
+    """A stop's answer when the driver it waited for ended without running after the
+    request (its backend still listed it while it exited): nothing was stopped."""
+
+    reason: str
 
 
 def check_stop(
-    checkpoint: str, requested_at_ms: int, ref: JobRef | None = None
-) -> StoppedReport | None:
+    checkpoint: str,
+    requested_at_ms: int,
+    ref: JobRef | None = None,
+    awaited_restart: bool = False,
+) -> StoppedReport | NotRunning | None:
     """The stopped report answering a request made at `requested_at_ms`, or None while the
-    driver drains or starts; raises when the driver is gone without one. The report is
-    written before the lease is released, so the checkpoint is free once it is there."""
+    driver drains or starts; raises when the driver is gone without one. A driver awaited
+    because its backend listed it (`StopStarted.awaited_restart`) that ended without running
+    after the request is `NotRunning`. The report is written before the lease is released,
+    so the checkpoint is free once it is there."""
     control = ControlFolder(checkpoint)
     ref = ref or submitted_ref(checkpoint)
     stopped = control.read_stopped()
@@ -354,6 +371,9 @@ def check_stop(
         stopped = control.read_stopped()
         if stopped is not None and stopped.stopped_at_ms >= requested_at_ms:
             return stopped
+        if awaited_restart and ended_before_running(control.read_lease(), requested_at_ms):
+            log.info("the driver of %s ended without running again: nothing to stop", checkpoint)
+            return NotRunning("the driver ended without running after the stop request")
         raise StopTimeoutError(
             f"{checkpoint}: the driver exited without a stopped report" + _log_hint(checkpoint)
         )
@@ -414,7 +434,11 @@ def stop_job(
         return None
     deadline = time.monotonic() + started.wait_s
     while time.monotonic() < deadline:
-        stopped = check_stop(checkpoint, started.request.requested_at_ms, ref)
+        stopped = check_stop(
+            checkpoint, started.request.requested_at_ms, ref, started.awaited_restart
+        )
+        if isinstance(stopped, NotRunning):
+            return None
         if stopped is not None:
             return stopped
         time.sleep(poll_s)

@@ -261,6 +261,7 @@ class Round:
 
 
 def _savepoint_path(setup: Setup, name: str) -> PathRun:
+    from airflow_provider_kafkaspark.core.control import StoppedReport
     from airflow_provider_kafkaspark.core.savepoint import SavepointStore
     from airflow_provider_kafkaspark.lifecycle import (
         begin_stop,
@@ -292,6 +293,8 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name}: driver {handle.pid} did not stop")
             time.sleep(setup.poll_s)
+        if not isinstance(stopped, StoppedReport):
+            raise RuntimeError(f"{name}: the driver ended before the stop reached it")
         gone = time.time()
         wait_exit(handle, 60)  # reaps our child; check_stop already saw it gone
         last = -1 if stopped.last_committed_batch is None else stopped.last_committed_batch

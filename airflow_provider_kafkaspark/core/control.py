@@ -380,6 +380,16 @@ def start_pending(
     return not (stopped is not None and stopped.stopped_at_ms >= marker.submitted_at_ms)
 
 
+def ended_before_running(lease: Lease | None, requested_at_ms: int) -> bool:
+    """Whether no driver held a live lease when a stop was requested, nor took one since:
+    the driver the stop waited for (one its backend still listed while it was exiting) never
+    ran after the request, so nothing was stopped. A holder live at the request that is gone
+    without a report crashed: not this case."""
+    if lease is None:
+        return True
+    return lease.started_at_ms < requested_at_ms and not lease.is_fresh(requested_at_ms)
+
+
 def stop_wait_s(
     base_wait_s: float,
     *,

@@ -109,7 +109,7 @@ class StopStreamingJobOperator(BaseOperator):
 
     def _stop(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.core.job_ref import job_ref_to_dict
-        from airflow_provider_kafkaspark.lifecycle import begin_stop, check_stop
+        from airflow_provider_kafkaspark.lifecycle import NotRunning, begin_stop, check_stop
 
         # After rendering, before anything is written: all three are templated.
         ref = self._job_ref()
@@ -135,6 +135,7 @@ class StopStreamingJobOperator(BaseOperator):
                     requested_at_ms=request.requested_at_ms,
                     timeout_s=wait_s,
                     job_ref=None if ref is None else job_ref_to_dict(ref),
+                    awaited_restart=started.awaited_restart,
                     poll_interval_s=self.poll_interval_s,
                     aws_conn_id=self.aws_conn_id,
                 ),
@@ -143,7 +144,11 @@ class StopStreamingJobOperator(BaseOperator):
             )
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            stopped = check_stop(self.checkpoint, request.requested_at_ms, ref)
+            stopped = check_stop(
+                self.checkpoint, request.requested_at_ms, ref, started.awaited_restart
+            )
+            if isinstance(stopped, NotRunning):
+                return self._finish(context, None)
             if stopped is not None:
                 return self._finish(context, stopped)
             time.sleep(self.poll_interval_s)
@@ -160,6 +165,8 @@ class StopStreamingJobOperator(BaseOperator):
             ref = self._job_ref()  # names the job when only the handle did
             if state == "stopped":
                 return self._finish(context, ControlFolder(self.checkpoint).read_stopped())
+            if state == "not_running":
+                return self._finish(context, None)
             if state == "timeout":
                 return self._after_timeout(context, ref)
         raise AirflowFailException(f"stop of {self.job_name} failed: {event.get('reason')}")

@@ -12,10 +12,11 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 class StreamingStopTrigger(BaseTrigger):
     """Polls the control folder until the driver answers the stop request made at
-    `requested_at_ms` (event "stopped"), is gone without a report ("gone"), or the drain
-    bound passes ("timeout"). `job_ref` (a job reference's dict) names the driver, which
-    the trigger asks its backend about: a pid only on its own host, a YARN application
-    through its ResourceManager from anywhere."""
+    `requested_at_ms` (event "stopped"), is gone without a report ("gone"), ended without
+    running after the request when only its backend listed it (`awaited_restart`:
+    "not_running"), or the drain bound passes ("timeout"). `job_ref` (a job reference's
+    dict) names the driver, which the trigger asks its backend about: a pid only on its own
+    host, a YARN application through its ResourceManager from anywhere."""
 
     def __init__(
         self,
@@ -25,6 +26,7 @@ class StreamingStopTrigger(BaseTrigger):
         job_ref: dict[str, Any] | None = None,
         poll_interval_s: float = 2.0,
         aws_conn_id: str | None = None,
+        awaited_restart: bool = False,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.checkpoint = checkpoint
@@ -33,6 +35,7 @@ class StreamingStopTrigger(BaseTrigger):
         self.job_ref = job_ref
         self.poll_interval_s = poll_interval_s
         self.aws_conn_id = aws_conn_id
+        self.awaited_restart = awaited_restart
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -44,6 +47,7 @@ class StreamingStopTrigger(BaseTrigger):
                 "job_ref": self.job_ref,
                 "poll_interval_s": self.poll_interval_s,
                 "aws_conn_id": self.aws_conn_id,
+                "awaited_restart": self.awaited_restart,
             },
         )
 
@@ -70,16 +74,19 @@ class StreamingStopTrigger(BaseTrigger):
     async def _poll(self, deadline: float) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict
         from airflow_provider_kafkaspark.errors import KafkaSparkError
-        from airflow_provider_kafkaspark.lifecycle import check_stop
+        from airflow_provider_kafkaspark.lifecycle import NotRunning, check_stop
 
         while True:
             try:
                 ref = None if self.job_ref is None else job_ref_from_dict(self.job_ref)
                 stopped = await asyncio.to_thread(
-                    check_stop, self.checkpoint, self.requested_at_ms, ref
+                    check_stop, self.checkpoint, self.requested_at_ms, ref, self.awaited_restart
                 )
             except KafkaSparkError as exc:
                 yield _event({"state": "gone", "reason": str(exc)})
+                return
+            if isinstance(stopped, NotRunning):
+                yield _event({"state": "not_running", "reason": stopped.reason})
                 return
             if stopped is not None:
                 yield _event(

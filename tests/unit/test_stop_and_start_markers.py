@@ -14,6 +14,7 @@ from airflow_provider_kafkaspark.core.control import (
     Lease,
     StoppedReport,
     SubmittedMarker,
+    ended_before_running,
     now_ms,
     start_pending,
     stop_wait_s,
@@ -114,6 +115,18 @@ def test_a_stop_waits_for_a_driver_its_backend_sees_restarting() -> None:
         )
         == base + (fresh.startup_timeout_ms - 10_000) / 1000
     )
+
+
+def test_a_driver_gone_without_running_after_the_request_stopped_nothing() -> None:
+    asked = 1_000_000
+    assert ended_before_running(None, asked)  # no lease file: none taken since either
+    # A lease long expired when the stop was asked: the driver listed alive was exiting.
+    stale = Lease("o" * 32, "job", "host", 1, asked - 90_000, asked - 60_000, ttl_ms=20_000)
+    assert ended_before_running(stale, asked)
+    # A holder live at the request, or one that started since, is a crash if it left no report.
+    live = Lease("o" * 32, "job", "host", 1, asked - 90_000, asked - 5_000, ttl_ms=20_000)
+    assert not ended_before_running(live, asked)
+    assert not ended_before_running(lease_at(asked + 1_000), asked)
 
 
 def test_the_submitted_marker_names_the_driver_for_a_stop_without_a_handle(

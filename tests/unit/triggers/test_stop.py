@@ -55,6 +55,10 @@ def test_trigger_events(tmp_path: Path) -> None:
     control.clear_stopped()
     gone = first_event(StreamingStopTrigger(checkpoint, asked, 5, poll_interval_s=0.05))
     assert gone["state"] == "gone" and "without a stopped report" in gone["reason"]
+    # Awaited only because its backend listed it, and it took no lease since: nothing ran.
+    trigger = StreamingStopTrigger(checkpoint, asked, 5, poll_interval_s=0.05, awaited_restart=True)
+    assert first_event(trigger)["state"] == "not_running"
+    assert trigger.serialize()[1]["awaited_restart"] is True
 
 
 def test_a_reference_the_trigger_cannot_read_ends_it(tmp_path: Path) -> None:
