@@ -176,9 +176,13 @@ def restore_for_submit(
 
 
 def submitted_ref(checkpoint: str) -> JobRef | None:
-    """The job reference the checkpoint's last submit recorded, if any (None for markers
-    written before references were recorded, or an unreadable one)."""
-    marker = ControlFolder(checkpoint).read_submitted()
+    """The job reference the checkpoint's last submit recorded, if any."""
+    return marker_ref(ControlFolder(checkpoint).read_submitted(), checkpoint)
+
+
+def marker_ref(marker: SubmittedMarker | None, checkpoint: str) -> JobRef | None:
+    """The job reference a submitted marker records (None for markers written before
+    references were recorded, or an unreadable one)."""
     if marker is None or marker.job_ref is None:
         return None
     try:
@@ -192,12 +196,14 @@ def starting_driver(checkpoint: str) -> SubmittedMarker | None:
     """The submitted marker of a driver that may still be starting (no lease taken yet)."""
     control = ControlFolder(checkpoint)
     marker = control.read_submitted()
+    return marker if _still_starting(control, marker) else None
+
+
+def _still_starting(control: ControlFolder, marker: SubmittedMarker | None) -> bool:
     if marker is None:
-        return None
+        return False
     gone = marker.pid is not None and holder_gone(marker.host, marker.pid)
-    if start_pending(marker, control.read_lease(), control.read_stopped(), now_ms(), gone):
-        return marker
-    return None
+    return start_pending(marker, control.read_lease(), control.read_stopped(), now_ms(), gone)
 
 
 def submit_job(backend: JobBackend, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
@@ -288,6 +294,9 @@ class StopStarted:
 
     request: StopRequest
     wait_s: float
+    # The driver the stop is about: the caller's reference, else the one the checkpoint's
+    # last submit recorded; what `check_stop` asks the backend about.
+    ref: JobRef | None = None
     # No live lease at the request, only a backend that listed the driver: if it ends
     # without running again, nothing was stopped (`NotRunning`) rather than a crash.
     awaited_restart: bool = False
@@ -307,16 +316,18 @@ def begin_stop(
     as soon as its query starts."""
     from airflow_provider_kafkaspark.local.jobs import request_stop
 
-    ref = ref or submitted_ref(checkpoint)
+    control = ControlFolder(checkpoint)
+    submitted = control.read_submitted()
+    ref = ref or marker_ref(submitted, checkpoint)
     lease_live = live_lease(checkpoint) is not None
     backend_alive = not lease_live and driver_alive(ref)
-    marker = starting_driver(checkpoint) if not (lease_live or backend_alive) else None
+    starting = not (lease_live or backend_alive) and _still_starting(control, submitted)
     wait_s = stop_wait_s(
         drain_timeout_s + STOP_GRACE_S,
         lease_live=lease_live,
         backend_alive=backend_alive,
-        marker=marker or ControlFolder(checkpoint).read_submitted(),
-        starting=marker is not None,
+        marker=submitted,
+        starting=starting,
         at_ms=now_ms(),
     )
     if wait_s is None:
@@ -328,16 +339,16 @@ def begin_stop(
             "once it runs",
             describe_ref(ref) if ref else "the driver",
         )
-    elif marker is not None:
+    elif starting and submitted is not None:
         log.info(
             "the driver of %s submitted at %d is still starting: it stops once it runs",
-            marker.job_name,
-            marker.submitted_at_ms,
+            submitted.job_name,
+            submitted.submitted_at_ms,
         )
     request = request_stop(
         checkpoint, requested_by=requested_by, reason=reason, drain_timeout_s=drain_timeout_s
     )
-    return StopStarted(request, wait_s, awaited_restart=backend_alive)
+    return StopStarted(request, wait_s, ref=ref, awaited_restart=backend_alive)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -355,12 +366,12 @@ def check_stop(
     awaited_restart: bool = False,
 ) -> StoppedReport | NotRunning | None:
     """The stopped report answering a request made at `requested_at_ms`, or None while the
-    driver drains or starts; raises when the driver is gone without one. A driver awaited
+    driver drains or starts; raises when the driver is gone without one. `ref` names the
+    driver (`StopStarted.ref`), which its backend is asked about. A driver awaited
     because its backend listed it (`StopStarted.awaited_restart`) that ended without running
     after the request is `NotRunning`. The report is written before the lease is released,
     so the checkpoint is free once it is there."""
     control = ControlFolder(checkpoint)
-    ref = ref or submitted_ref(checkpoint)
     stopped = control.read_stopped()
     if stopped is not None and stopped.stopped_at_ms >= requested_at_ms:
         _wait_gone(ref, 30)
@@ -435,7 +446,7 @@ def stop_job(
     deadline = time.monotonic() + started.wait_s
     while time.monotonic() < deadline:
         stopped = check_stop(
-            checkpoint, started.request.requested_at_ms, ref, started.awaited_restart
+            checkpoint, started.request.requested_at_ms, started.ref, started.awaited_restart
         )
         if isinstance(stopped, NotRunning):
             return None

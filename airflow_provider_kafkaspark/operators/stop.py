@@ -134,7 +134,7 @@ class StopStreamingJobOperator(BaseOperator):
                     checkpoint=self.checkpoint,
                     requested_at_ms=request.requested_at_ms,
                     timeout_s=wait_s,
-                    job_ref=None if ref is None else job_ref_to_dict(ref),
+                    job_ref=None if started.ref is None else job_ref_to_dict(started.ref),
                     awaited_restart=started.awaited_restart,
                     poll_interval_s=self.poll_interval_s,
                     aws_conn_id=self.aws_conn_id,
@@ -145,7 +145,7 @@ class StopStreamingJobOperator(BaseOperator):
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             stopped = check_stop(
-                self.checkpoint, request.requested_at_ms, ref, started.awaited_restart
+                self.checkpoint, request.requested_at_ms, started.ref, started.awaited_restart
             )
             if isinstance(stopped, NotRunning):
                 return self._finish(context, None)
