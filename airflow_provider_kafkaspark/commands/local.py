@@ -9,7 +9,7 @@ from pathlib import Path
 
 from airflow_provider_kafkaspark.commands.flags import with_example
 from airflow_provider_kafkaspark.commands.local_airflow import add_parsers as add_airflow_parsers
-from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK
+from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK, server_status
 
 DEFAULT_LOCAL_KAFKA_DIR = Path(".local") / "kafka"
 DEFAULT_LOCAL_KAFKA_PORT = 9092
@@ -154,9 +154,7 @@ def local_s3(args: argparse.Namespace) -> int:
         server.stop()
         print(f"S3 stopped (data kept in {base / 'data'})")
         return EXIT_OK
-    status = server.status()
-    print(json.dumps(status, indent=2))
-    return EXIT_OK if status["running"] else EXIT_FINDINGS
+    return server_status(server.status())
 
 
 def local_jars(args: argparse.Namespace) -> int:
@@ -214,6 +212,4 @@ def local_yarn(args: argparse.Namespace) -> int:
         cluster.stop()
         print(f"YARN stopped (logs kept in {base / 'logs'})")
         return EXIT_OK
-    status = cluster.status()
-    print(json.dumps(status, indent=2))
-    return EXIT_OK if status["running"] else EXIT_FINDINGS
+    return server_status(cluster.status())

@@ -5,11 +5,10 @@ Edge workers), each started on the host it is run on."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from airflow_provider_kafkaspark.commands.flags import with_example
-from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK
+from airflow_provider_kafkaspark.commands.output import EXIT_OK, server_status
 
 DEFAULT_LOCAL_POSTGRES_DIR = Path(".local") / "postgres"
 DEFAULT_LOCAL_AIRFLOW_DIR = Path(".local") / "airflow"
@@ -66,9 +65,7 @@ def local_postgres(args: argparse.Namespace) -> int:
         server.stop()
         print(f"PostgreSQL stopped (data kept in {args.dir})")
         return EXIT_OK
-    status = server.status()
-    print(json.dumps(status, indent=2))
-    return EXIT_OK if status["running"] else EXIT_FINDINGS
+    return server_status(server.status())
 
 
 def local_airflow(args: argparse.Namespace) -> int:
@@ -84,6 +81,4 @@ def local_airflow(args: argparse.Namespace) -> int:
         component.stop()
         print(f"Airflow {args.component} stopped")
         return EXIT_OK
-    status = component.status()
-    print(json.dumps(status, indent=2))
-    return EXIT_OK if status["running"] else EXIT_FINDINGS
+    return server_status(component.status())

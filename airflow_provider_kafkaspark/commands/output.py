@@ -16,6 +16,12 @@ def emit_json(value: Any) -> None:
     print(json.dumps(value, indent=2, sort_keys=True, default=str))
 
 
+def server_status(status: Mapping[str, Any]) -> int:
+    """A local server's status as JSON, and the exit code: findings when it is not running."""
+    print(json.dumps(status, indent=2))
+    return EXIT_OK if status["running"] else EXIT_FINDINGS
+
+
 def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     if not rows:
         return "(none)"
