@@ -1,5 +1,5 @@
-"""What the Kafka facade and the bootstrap probe share: client configs, bootstrap servers,
-secret redaction and the classification of librdkafka's errors.
+"""What the Kafka facade, the bootstrap probe and the exactly-once sink share: client configs,
+bootstrap servers, secret redaction and the classification of librdkafka's errors.
 
 confluent_kafka is imported inside the functions only: DAG files import the modules that use
 this one, and the scheduler parses them often and under a timeout.
@@ -244,6 +244,32 @@ GROUP_ACTIVE = (
     "STALE_MEMBER_EPOCH",
 )
 BAD_INPUT = ("_INVALID_ARG", "INVALID_GROUP_ID", "INVALID_PARTITIONS", "OFFSET_OUT_OF_RANGE")
+# Answers to a transactional call (send offsets, commit) or a committed-offsets read that are
+# worth another try within the caller's budget, even when librdkafka does not flag them
+# retriable: a group coordinator that moves or is still loading (the first group on a fresh
+# cluster creates __consumer_offsets), a pending transactional offset commit.
+TRANSACTION_RETRY = (
+    "REQUEST_TIMED_OUT",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "COORDINATOR_NOT_AVAILABLE",
+    "NOT_COORDINATOR",
+    "CONCURRENT_TRANSACTIONS",
+    "UNSTABLE_OFFSET_COMMIT",
+    "_TIMED_OUT",
+    "_WAIT_COORD",
+    "_TRANSPORT",
+)
+# A transactional producer that another producer with its transactional.id took over, or
+# whose id or epoch the coordinator no longer knows (expired, bumped by a newer producer).
+# librdkafka makes most of these fatal to the producer, but a new producer with the same
+# transactional.id gets past them: its init_transactions() fences the other one in turn.
+FENCED = (
+    "_FENCED",
+    "PRODUCER_FENCED",
+    "INVALID_PRODUCER_EPOCH",
+    "INVALID_PRODUCER_ID_MAPPING",
+    "UNKNOWN_PRODUCER_ID",
+)
 
 
 def is_authentication_error(error: KafkaError) -> bool:
@@ -275,4 +301,26 @@ def authentication_failed(
     return KafkaAuthenticationError(
         f"SASL authentication failed for {who} on broker {where} (mechanism {mechanism}): "
         f"{reason}; check the connection's sasl.username, sasl.password and sasl.mechanisms"
+    )
+
+
+def retry_worthy(error: KafkaError | None) -> bool:
+    """True for an error that another try of the same call may get past: never a fatal one
+    (fenced, ...) nor one that requires the transaction to be aborted."""
+    if error is None or error.fatal() or error.txn_requires_abort():
+        return False
+    return bool(error.retriable()) or error.code() in codes(*TRANSACTION_RETRY)
+
+
+def fenced_or_retriable(error: KafkaError | None) -> bool:
+    """True if a transactional producer's `error` is one that a new producer with the same
+    transactional.id, or a new try, may get past: the producer was fenced or its id expired,
+    or the error is retriable. False for the rest (a refused authorization, a bad setting, an
+    abortable error of the data itself, ...), which another try would meet again."""
+    if error is None:
+        return False
+    if error.code() in codes(*FENCED):
+        return True
+    return not error.fatal() and (
+        bool(error.retriable()) or error.code() in codes(*TRANSACTION_RETRY)
     )

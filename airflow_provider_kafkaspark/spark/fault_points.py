@@ -12,7 +12,9 @@ restarts the same job with the same environment and it runs through.
 
 Points the sink uses:
 - `during_sink_write`: executor side, task 0, after about half of its rows were produced
-  (and flushed to the broker) inside the open transaction, before the commit.
+  (and flushed to the broker) inside the open transaction, before the commit. The driver
+  arms it when the batch starts (`SinkTaskConfig.crash`); the task's own environment, which
+  it inherits in local mode, must name it too.
 - `after_sink_commit`: driver side, after every task of the batch committed its
   transaction, before foreachBatch returns, i.e. before Spark writes `commits/<batch id>`.
 

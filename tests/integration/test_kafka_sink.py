@@ -27,7 +27,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
-from airflow_provider_kafkaspark.spark import kafka_sink
+from airflow_provider_kafkaspark.spark import sink_task
 from airflow_provider_kafkaspark.spark.fault_points import CRASH_AT_ENV, CRASH_MARKER_ENV
 from airflow_provider_kafkaspark.spark.kafka_sink import (
     ExactlyOnceKafkaSink,
@@ -359,7 +359,7 @@ def test_a_pending_marker_of_a_dead_newer_producer_does_not_stall_the_cached_one
 ) -> None:
     """The newer producer died between sending the marker and committing: its pending
     offset commit holds up read_committed marker reads until something aborts it."""
-    monkeypatch.setattr(kafka_sink, "REUSED_MARKER_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(sink_task, "REUSED_MARKER_TIMEOUT_S", 1.0)
     bootstrap = kafka_cluster.bootstrap_servers
     topic = unique("sink-pending")
     create_topic(bootstrap, topic, 3)

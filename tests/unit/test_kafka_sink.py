@@ -1,7 +1,9 @@
-"""The exactly-once Kafka sink's pure parts: names, schema checks, config, reports, crash env."""
+"""The exactly-once Kafka sink's pure parts (names, schema checks, config, reports, crash env,
+error kinds) and its task protocol against a fake cluster."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import pickle
@@ -15,9 +17,10 @@ import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from airflow_provider_kafkaspark.core.kafka_client import fenced_or_retriable, retry_worthy
 from airflow_provider_kafkaspark.devtools import crash_hooks
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaRequestError
-from airflow_provider_kafkaspark.spark import fault_points, kafka_sink
+from airflow_provider_kafkaspark.spark import fault_points, sink_task
 from airflow_provider_kafkaspark.spark.fault_points import (
     AFTER_SINK_COMMIT,
     CRASH_AT_ENV,
@@ -31,15 +34,18 @@ from airflow_provider_kafkaspark.spark.kafka_sink import (
     ExactlyOnceKafkaSink,
     SinkBatchReport,
     TaskResult,
-    _arrow_rows,
-    _ClientCache,
-    already_committed,
     close_cached_clients,
-    connection_settings,
-    retry_worthy,
-    sink_columns,
     write_task,
 )
+from airflow_provider_kafkaspark.spark.sink_clients import ClientCache
+from airflow_provider_kafkaspark.spark.sink_config import SinkTaskConfig, already_committed
+from airflow_provider_kafkaspark.spark.sink_producer import (
+    FatalProducerError,
+    FencedOrRetriableError,
+    ProducerLog,
+)
+from airflow_provider_kafkaspark.spark.sink_rows import arrow_rows, produce_arguments
+from airflow_provider_kafkaspark.spark.sink_schema import connection_settings, sink_columns
 
 BOOTSTRAP = {"bootstrap.servers": "127.0.0.1:9"}
 
@@ -125,25 +131,35 @@ def test_bad_column_types_name_the_column(fields: list[tuple[str, str]], column:
 def test_task_config_is_plain_and_picklable() -> None:
     sink = make_sink(producer_config={**BOOTSTRAP, "linger.ms": 5, "sasl.password": "secret"})
     config = sink.task_config(["value", "key"])
+    assert isinstance(config, SinkTaskConfig)
     restored = pickle.loads(pickle.dumps(config))
     assert restored == config
-    producer = config["producer_config"]
+    producer = config.producer_config
     assert producer["enable.idempotence"] is True
     assert producer["transaction.timeout.ms"] == DEFAULT_TRANSACTION_TIMEOUT_MS
     assert "transactional.id" not in producer  # set per task on the executor
     # The marker consumer gets how to connect and log in, not producer tuning.
-    assert config["consumer_config"] == {**BOOTSTRAP, "sasl.password": "secret"}
-    assert config["columns"] == ["value", "key"]
+    assert config.consumer_config == {**BOOTSTRAP, "sasl.password": "secret"}
+    assert config.columns == ("value", "key")
+    assert config.driver_pid == os.getpid()
+    assert config.slots is None and config.crash is None
+
+
+def test_task_config_is_frozen_and_maps_task_indexes_to_slots() -> None:
+    sink = make_sink()
+    config = sink.task_config(["value"], slots=[2, 0, 1], crash=DURING_SINK_WRITE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.topic = "other"  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(config)) == config
+    assert config.slots == (2, 0, 1) and config.crash == DURING_SINK_WRITE
+    assert [config.slot(i) for i in range(3)] == [2, 0, 1]
+    assert sink.task_config(["value"]).slot(7) == 7  # no slots: the index itself
 
 
 def test_default_transaction_timeout_is_short_but_under_the_broker_cap() -> None:
     assert 10_000 <= DEFAULT_TRANSACTION_TIMEOUT_MS <= 900_000
-    assert (
-        make_sink(transaction_timeout_ms=5_000).task_config(["value"])["producer_config"][
-            "transaction.timeout.ms"
-        ]
-        == 5_000
-    )
+    config = make_sink(transaction_timeout_ms=5_000).task_config(["value"])
+    assert config.producer_config["transaction.timeout.ms"] == 5_000
 
 
 def test_connection_settings_keep_security_drop_tuning() -> None:
@@ -221,39 +237,43 @@ def test_sink_keeps_no_reports_until_a_batch_ran() -> None:
 # -- retry decisions ---------------------------------------------------------------------
 
 
-class FakeError:
-    def __init__(
-        self, code: int, *, fatal: bool = False, abort: bool = False, retriable: bool = False
-    ) -> None:
-        self._code, self._fatal, self._abort, self._retriable = code, fatal, abort, retriable
-
-    def code(self) -> int:
-        return self._code
-
-    def fatal(self) -> bool:
-        return self._fatal
-
-    def txn_requires_abort(self) -> bool:
-        return self._abort
-
-    def retriable(self) -> bool:
-        return self._retriable
-
-
 @pytest.mark.parametrize(
     ("error", "worth"),
     [
-        (FakeError(16), True),  # NOT_COORDINATOR
-        (FakeError(88), True),  # UNSTABLE_OFFSET_COMMIT
-        (FakeError(3, retriable=True), True),
-        (FakeError(16, fatal=True), False),  # fenced and friends: never
-        (FakeError(16, abort=True), False),  # abortable: abort, not retry
-        (FakeError(47), False),  # INVALID_PRODUCER_EPOCH
+        (KafkaError(KafkaError.NOT_COORDINATOR), True),
+        (KafkaError(KafkaError.UNSTABLE_OFFSET_COMMIT), True),
+        (KafkaError(3, retriable=True), True),
+        # Fatal (fenced and friends): never. Abortable: abort, not retry.
+        (KafkaError(KafkaError.NOT_COORDINATOR, fatal=True), False),
+        (KafkaError(KafkaError.NOT_COORDINATOR, txn_requires_abort=True), False),
+        (KafkaError(KafkaError.INVALID_PRODUCER_EPOCH), False),
         (None, False),
     ],
 )
-def test_retry_only_what_another_try_can_fix(error: FakeError | None, worth: bool) -> None:
+def test_retry_only_what_another_try_can_fix(error: KafkaError | None, worth: bool) -> None:
     assert retry_worthy(error) is worth
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (KafkaError(KafkaError._FENCED, fatal=True), "fenced_or_retriable"),
+        (KafkaError(KafkaError.PRODUCER_FENCED, fatal=True), "fenced_or_retriable"),
+        (KafkaError(KafkaError.INVALID_PRODUCER_EPOCH), "fenced_or_retriable"),
+        (KafkaError(KafkaError.INVALID_PRODUCER_ID_MAPPING), "fenced_or_retriable"),
+        (KafkaError(KafkaError._TIMED_OUT), "fenced_or_retriable"),
+        (KafkaError(KafkaError.NOT_COORDINATOR), "fenced_or_retriable"),
+        (KafkaError(3, retriable=True), "fenced_or_retriable"),
+        (KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, fatal=True), "fatal"),
+        (KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED), "fatal"),
+        (KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, txn_requires_abort=True), "fatal"),
+        (KafkaError(KafkaError._TIMED_OUT, fatal=True), "fatal"),
+        (None, "fatal"),
+    ],
+)
+def test_producer_errors_come_in_two_kinds(error: KafkaError | None, kind: str) -> None:
+    expected = kind == "fenced_or_retriable"
+    assert fenced_or_retriable(error) is expected
 
 
 # -- crash hooks -------------------------------------------------------------------------
@@ -331,6 +351,8 @@ class FakeProducer:
         self.rows: list[object] = []
         self.marker: tuple[str, int] | None = None
         self.fail_produce_after: int | None = None
+        self.produce_error: KafkaException | None = None  # what fail_produce_after raises
+        self.send_offsets_error: KafkaException | None = None
         self.calls: list[str] = []
         CLUSTER.producers.append(self)
 
@@ -356,18 +378,23 @@ class FakeProducer:
         self, offsets: list[Any], metadata: str, timeout: float
     ) -> None:
         self.calls.append("send_offsets")
+        if self.send_offsets_error is not None:
+            raise self.send_offsets_error
         self._check()
         self.marker = (metadata, offsets[0].offset)
 
     def produce(self, topic: str, value: object = None, **kwargs: object) -> None:
         if self.fail_produce_after is not None and len(self.rows) >= self.fail_produce_after:
-            raise KafkaException(KafkaError(KafkaError._FENCED, "fenced mid-write", fatal=True))
+            raise self.produce_error or KafkaException(
+                KafkaError(KafkaError._FENCED, "fenced mid-write", fatal=True)
+            )
         self.rows.append(value)
 
     def poll(self, timeout: float) -> int:
         return 0
 
     def flush(self, timeout: float) -> int:
+        self.calls.append(f"flush after {len(self.rows)}")
         return 0
 
     def commit_transaction(self, timeout: float) -> None:
@@ -519,7 +546,7 @@ def test_a_failed_marker_read_replaces_the_consumer_and_the_producer(
     fake_kafka: FakeCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """E.g. a pending marker commit of a newer producer that died: the read times out."""
-    monkeypatch.setattr(kafka_sink, "REUSED_MARKER_TIMEOUT_S", 0.01)
+    monkeypatch.setattr(sink_task, "REUSED_MARKER_TIMEOUT_S", 0.01)
     sink = make_sink()
     run_task(sink, 0, ["0-a"])
     cached_consumer = fake_kafka.consumers[0]
@@ -608,7 +635,7 @@ def test_other_settings_never_reuse_a_cached_producer(fake_kafka: FakeCluster) -
 
 
 def test_cache_keeps_at_most_its_limit_and_closes_the_oldest() -> None:
-    cache = _ClientCache(limit=2)
+    cache = ClientCache(limit=2)
     producers: list[Any] = [FakeProducer({"transactional.id": f"s-{i}"}) for i in range(3)]
     consumers: list[Any] = [
         FakeConsumer({"group.id": f"g{i}", "isolation.level": "read_committed"}) for i in range(3)
@@ -623,7 +650,7 @@ def test_cache_keeps_at_most_its_limit_and_closes_the_oldest() -> None:
 
 
 def test_a_forked_child_never_uses_its_parents_clients(monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = _ClientCache(limit=4)
+    cache = ClientCache(limit=4)
     producer: Any = FakeProducer({"transactional.id": "s-0"})
     cache.put("s-0", "k", producer, "g", "c", None)
     monkeypatch.setattr(os, "getpid", lambda: -1)
@@ -649,28 +676,26 @@ def test_arrow_batches_become_the_row_tuples_the_rdd_path_gives() -> None:
         ],
         names=["value", "key", "partition", "headers"],
     )
-    config = {"columns": ["value", "key", "partition", "headers"]}
-    assert list(_arrow_rows([batch, batch.slice(0, 1)], config)) == [
+    columns = ("value", "key", "partition", "headers")
+    assert list(arrow_rows([batch, batch.slice(0, 1)], columns)) == [
         (b"a", "k", 2, [("h", b"1")]),
         (None, None, None, None),
         (b"a", "k", 2, [("h", b"1")]),
     ]
     # Only the configured columns, in their order.
-    assert list(_arrow_rows([batch], {"columns": ["value"]})) == [(b"a",), (None,)]
+    assert list(arrow_rows([batch], ("value",))) == [(b"a",), (None,)]
 
 
 def test_arrow_is_the_default_when_pyarrow_is_there() -> None:
     pytest.importorskip("pyarrow")
     assert make_sink().arrow is True
     assert make_sink(arrow=False).arrow is False
-    assert make_sink().task_config(["value"])["reuse_clients"] is True
+    assert make_sink().task_config(["value"]).reuse_clients is True
 
 
 def test_librdkafka_fencing_lines_are_one_info_line_per_producer(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from airflow_provider_kafkaspark.spark.kafka_sink import ProducerLog
-
     caplog.set_level(logging.DEBUG, logger="airflow_provider_kafkaspark.spark.kafka_sink")
     sink_log = ProducerLog("kafkaspark-sink-0")
     fatal = "Fatal error: Broker: Producer attempted an operation with an old epoch: fenced"
@@ -681,3 +706,98 @@ def test_librdkafka_fencing_lines_are_one_info_line_per_producer(
     assert [level for level, _ in seen] == [logging.INFO, logging.WARNING]
     assert "kafkaspark-sink-0 was fenced" in seen[0][1] and "old epoch" in seen[0][1]
     assert seen[1][1] == "librdkafka: FAIL [rdkafka#producer-1] Disconnected"
+
+
+def test_rows_become_produce_arguments() -> None:
+    arguments = produce_arguments(("value", "key", "partition", "headers"))
+    row = (bytearray(b"v"), "k", 2, [("h", bytearray(b"1")), ("e", None)])
+    assert arguments(row) == {
+        "value": b"v",
+        "key": "k",
+        "partition": 2,
+        "headers": [("h", b"1"), ("e", None)],
+    }
+    # A null partition leaves the choice to the partitioner; null headers send none.
+    assert arguments((None, None, None, None)) == {"value": None, "key": None}
+    assert produce_arguments(("value",))(("v", "ignored")) == {"value": "v"}
+
+
+# -- error kinds of a task's producer ------------------------------------------------------
+
+
+def test_a_new_producer_fenced_at_the_marker_fails_the_task_as_fenced(
+    fake_kafka: FakeCluster,
+) -> None:
+    sink = make_sink(reuse_clients=False)
+
+    def another_worker_takes_over() -> None:
+        usurp(sink)
+
+    fake_kafka.after_marker_read.append(another_worker_takes_over)
+    with pytest.raises(FencedOrRetriableError, match="send_offsets_to_transaction"):
+        run_task(sink, 0, ["a"])
+    assert fake_kafka.producers[0].calls == ["init", "begin", "send_offsets"]  # no abort
+    assert fake_kafka.log == []
+
+
+def test_an_abortable_error_aborts_and_fails_the_task_as_fatal(fake_kafka: FakeCluster) -> None:
+    sink = make_sink()
+    run_task(sink, 0, ["0-a"])
+    cached = fake_kafka.producers[0]
+    cached.fail_produce_after = 1
+    cached.produce_error = KafkaException(
+        KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "too large", txn_requires_abort=True)
+    )
+    with pytest.raises(FatalProducerError, match="producing rows failed") as info:
+        run_task(sink, 1, ["1-a", "1-b"])
+    assert isinstance(info.value, KafkaRequestError)
+    assert cached.calls[-1] == "abort" and cached.closed
+    assert fake_kafka.log == ["0-a"]
+
+
+def test_a_reused_producer_is_replaced_on_a_fatal_error_before_writing(
+    fake_kafka: FakeCluster,
+) -> None:
+    """As before the error kinds existed: any failure of a reused producer before the rows
+    starts the task over with a new producer."""
+    sink = make_sink()
+    run_task(sink, 0, ["0-a"])
+    cached = fake_kafka.producers[0]
+    cached.send_offsets_error = KafkaException(
+        KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "denied", fatal=True)
+    )
+    result = run_task(sink, 1, ["1-a"])
+    assert (result.status, result.producer, result.rows) == ("written", "replaced", 1)
+    assert cached.closed and fake_kafka.log == ["0-a", "1-a"]
+
+
+# -- the crash point inside a task ------------------------------------------------------------
+
+
+def test_an_armed_crash_fires_in_task_0_halfway_after_a_flush(
+    fake_kafka: FakeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crashes: list[tuple[str, int, int | None, list[str]]] = []
+
+    def crash_now(point: str, batch: int, *, marker: str, driver_pid: int | None) -> None:
+        crashes.append((point, batch, driver_pid, list(fake_kafka.producers[-1].calls)))
+
+    monkeypatch.setattr(crash_hooks, "crash_now", crash_now)
+    monkeypatch.setenv(CRASH_AT_ENV, "during_sink_write:3")
+    monkeypatch.delenv(CRASH_MARKER_ENV, raising=False)
+    sink = make_sink()
+    armed = dataclasses.replace(sink.task_config(["value"]), crash=DURING_SINK_WRITE)
+    values = ["a", "b", "c", "d", "e"]
+
+    list(write_task(armed, 3, 1, [(v,) for v in values]))  # only task 0 crashes
+    # The environment alone does not arm it: the driver does, in the config.
+    unarmed = make_sink(sink_id="other").task_config(["value"])
+    list(write_task(unarmed, 3, 0, [(v,) for v in values]))
+    assert crashes == []
+    (result,) = write_task(armed, 3, 0, [(v,) for v in values])
+
+    # The fake crash returns, so the task goes on; a real one kills the job right there.
+    assert crashes == [
+        (DURING_SINK_WRITE, 3, os.getpid(), ["init", "begin", "send_offsets", "flush after 2"])
+    ]
+    assert result["rows"] == 5
