@@ -212,18 +212,33 @@ def submit_job(backend: JobBackend, spec: JobSpec, options: SubmitOptions) -> di
 
     The caller has observed that no live driver holds the checkpoint's lease."""
     since = latest_committed(spec.checkpoint_location)
-    control = ControlFolder(spec.checkpoint_location)
-    if control.read_stop_request() is not None:
-        # No live driver holds the lease (checked by the caller): whoever this request was
-        # for is gone, and the new driver would stop at once.
-        log.info("clearing a stop request left by an earlier driver")
-        control.clear_stop_request()
+    clear_stale_stop_request(ControlFolder(spec.checkpoint_location))
     submitted_at = now_ms()
     submitted = backend.submit(spec, options)
-    ref = submitted.ref
+    return record_submit(spec, submitted.ref, submitted.details, options, submitted_at, since)
+
+
+def clear_stale_stop_request(control: ControlFolder) -> None:
+    """Before a driver is started (or handed over) with no live driver on the checkpoint:
+    whoever a stop request there was for is gone, and the new driver would stop at once."""
+    if control.read_stop_request() is not None:
+        log.info("clearing a stop request left by an earlier driver")
+        control.clear_stop_request()
+
+
+def record_submit(
+    spec: JobSpec,
+    ref: JobRef,
+    details: dict[str, Any],
+    options: SubmitOptions,
+    submitted_at_ms: int,
+    since: int | None,
+) -> dict[str, Any]:
+    """Write the submitted marker for the driver `ref` names and return its handle."""
+    control = ControlFolder(spec.checkpoint_location)
     control.write_submitted(
         SubmittedMarker(
-            submitted_at_ms=submitted_at,
+            submitted_at_ms=submitted_at_ms,
             job_name=spec.job_name,
             submitted_by=options.submitted_by,
             host=socket.gethostname(),
@@ -233,7 +248,7 @@ def submit_job(backend: JobBackend, spec: JobSpec, options: SubmitOptions) -> di
         )
     )
     handle: dict[str, Any] = {
-        **submitted.details,
+        **details,
         "mode": ref.backend,
         "job_name": spec.job_name,
         "checkpoint": spec.checkpoint_location,

@@ -36,6 +36,7 @@ STOP_REQUEST_FILE = "stop-request.json"
 STOPPED_FILE = "stopped.json"
 PROGRESS_FILE = "progress.json"
 SUBMITTED_FILE = "submitted.json"
+HANDOVER_FILE = "handover.json"
 SUPERVISOR_FILE = "supervisor.json"
 DEFAULT_LEASE_TTL_MS = 30_000
 
@@ -125,6 +126,16 @@ class StoppedReport:
             f"{self.last_committed_batch}, {'clean' if self.clean else 'not clean'})"
         )
         return f"{text}: {self.message}" if self.message else text
+
+
+@dataclass(frozen=True)
+class Handover:
+    """Written by a restore once the checkpoint is ready for the standby driver whose
+    `token` it names (see `handover.py`): that driver takes the lease and starts its query."""
+
+    token: str
+    handed_over_at_ms: int
+    handed_over_by: str
 
 
 @dataclass(frozen=True)
@@ -348,6 +359,12 @@ class ControlFolder:
 
     def read_submitted(self) -> SubmittedMarker | None:
         return self._read(SUBMITTED_FILE, SubmittedMarker)
+
+    def write_handover(self, handover: Handover) -> None:
+        self._write(HANDOVER_FILE, handover)
+
+    def read_handover(self) -> Handover | None:
+        return self._read(HANDOVER_FILE, Handover)
 
     def write_supervisor(self, state: SupervisorState) -> None:
         self._write(SUPERVISOR_FILE, state)

@@ -215,6 +215,10 @@ class JobSpec:
     lease_ttl_s: float = 30.0
     drain_timeout_s: float = 120.0
     progress_batches: int = 20
+    # Set by a standby submit (`handover.submit_standby`), never by hand: the driver warms up,
+    # then waits up to `standby_timeout_s` for a handover naming this token before it starts.
+    standby_token: str | None = None
+    standby_timeout_s: float = 900.0
 
     def validate(self) -> JobSpec:
         if not valid_job_name(self.job_name):
@@ -245,6 +249,10 @@ class JobSpec:
             or not 1 <= self.progress_batches <= 1000
         ):
             raise _fail("progress_batches", "must be between 1 and 1000")
+        if self.standby_token is not None and not valid_job_name(self.standby_token):
+            raise _fail("standby_token", "letters, digits, '.', '_' and '-' only")
+        if _positive_finite("standby_timeout_s", self.standby_timeout_s) <= 0:
+            raise _fail("standby_timeout_s", "must be positive")
         return self
 
     @property

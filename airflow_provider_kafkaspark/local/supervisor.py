@@ -3,11 +3,11 @@
     python -m airflow_provider_kafkaspark.local.supervisor --spec job.json --master 'local[2]'
 
 It restarts the runner when it failed or died (exit 1, or killed by a signal); a clean stop
-(0), a stop that did not drain (2), a live lease elsewhere (3) and a bad spec (4) end
-supervision. SIGTERM is
-passed on to the runner, which drains and stops. Its state is kept in the control folder
-(`supervisor.json`, `core.control.SupervisorState`): health sensors read `ended` to fail at
-once when no restart will come.
+(0), a stop that did not drain (2), a live lease elsewhere (3), a bad spec (4) and a standby
+that no handover reached (5) end supervision. SIGTERM is passed on to the runner, which
+drains and stops. Its state is kept in the control folder (`supervisor.json`,
+`core.control.SupervisorState`): health sensors read `ended` to fail at once when no restart
+will come.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartBudget, RestartPolicy
 
 log = logging.getLogger("kafkaspark.supervisor")
-FINAL_EXITS = frozenset({0, 2, 3, 4})  # see spark/runner.py
+FINAL_EXITS = frozenset({0, 2, 3, 4, 5})  # see spark/runner.py
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,7 +6,8 @@
 It reads the job spec, builds the Kafka source, the transformation and the sink, and runs
 the query under management (lease, graceful stop, progress, lag commits). Exit codes: 0
 stopped cleanly or finished, 1 failed, 2 stopped without draining, 3 lease held by a live
-driver, 4 bad job (spec, code, SQL, topics or sink schema; not restarted).
+driver, 4 bad job (spec, code, SQL, topics or sink schema; not restarted), 5 a standby that no
+handover reached (`spark/standby.py`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkaspark.runner")
 
 EXIT_BAD_SPEC = 4
+EXIT_STANDBY_EXPIRED = 5  # a standby that no handover reached (final, not restarted)
 
 
 def load_transformation(spec: JobSpec) -> Callable[[DataFrame], DataFrame]:
@@ -209,9 +211,29 @@ def run(spec: JobSpec, master: str | None = None) -> int:
         return start_query(spark, spec, managed.record_bad_job)
 
     try:
+        if spec.standby_token is not None and not _standby(spark, spec):
+            return EXIT_STANDBY_EXPIRED
         return managed.run(start)
     finally:
         spark.stop()
+
+
+def _standby(spark: SparkSession, spec: JobSpec) -> bool:
+    """Warm up, then wait for the handover (`spark/standby.py`); False when none came."""
+    from airflow_provider_kafkaspark.spark.standby import await_handover, warm_up
+
+    assert spec.standby_token is not None
+    add_python_path(spark, spec)
+    seconds = warm_up(spark, spec, load_transformation(spec))
+    log.info("standby %s warmed up: %s", spec.standby_token, seconds)
+    if await_handover(spark, spec.checkpoint_location, spec.standby_token, spec.standby_timeout_s):
+        return True
+    log.error(
+        "standby %s: no handover within %.0fs; exiting without touching the checkpoint",
+        spec.standby_token,
+        spec.standby_timeout_s,
+    )
+    return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:

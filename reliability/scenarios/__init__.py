@@ -15,6 +15,7 @@ from reliability.model import Profile, ScenarioResult
 MODULES = (
     "driver_kills",
     "repeated_restores",
+    "repeated_handovers",
     "broker_loss",
     "partitions_added",
     "retention_overtakes",

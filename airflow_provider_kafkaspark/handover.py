@@ -1,0 +1,110 @@
+"""A restart window with a warm handover: start the new driver before the old one stops.
+
+    standby = submit_standby(backend, new_spec, options)   # while the old driver runs
+    stop_job(...); savepoint_after_stop(...); restore_for_submit(...)
+    handle = hand_over(new_spec, standby, submitted_by="...")  # None: submit cold instead
+
+The standby (`spark/standby.py`) builds its Spark session and warms up while the old driver
+still runs, then waits for the handover; the lease still guarantees one running query per
+checkpoint. The cost is memory: for a while two drivers of the job run at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_kafkaspark.core.control import ControlFolder, Handover, now_ms
+from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict, job_ref_to_dict
+from airflow_provider_kafkaspark.errors import InvalidArgumentError
+from airflow_provider_kafkaspark.lifecycle import (
+    clear_stale_stop_request,
+    driver_alive,
+    latest_committed,
+    live_lease,
+    record_submit,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
+    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STANDBY_TIMEOUT_S = 900.0
+
+
+def submit_standby(
+    backend: JobBackend,
+    spec: JobSpec,
+    options: SubmitOptions,
+    *,
+    timeout_s: float = DEFAULT_STANDBY_TIMEOUT_S,
+) -> dict[str, Any]:
+    """Start a standby driver for `spec`; returns its handle with its `standby_token`.
+
+    Nothing is written to the checkpoint's control folder: the running driver's submitted
+    marker stays what a stop of it reads. A standby no handover reaches within `timeout_s`
+    exits (code 5) without touching the checkpoint."""
+    token = f"{spec.job_name}-standby-{uuid.uuid4().hex[:12]}"
+    standby_spec = dataclasses.replace(
+        spec, standby_token=token, standby_timeout_s=timeout_s
+    ).validate()
+    submitted = backend.submit(standby_spec, options)
+    log.info("standby %s submitted (%s)", token, submitted.ref.backend)
+    return {
+        **submitted.details,
+        "mode": submitted.ref.backend,
+        "job_name": spec.job_name,
+        "checkpoint": spec.checkpoint_location,
+        "job_ref": job_ref_to_dict(submitted.ref),
+        "standby_token": token,
+        "submitted_at_ms": now_ms(),
+    }
+
+
+def hand_over(
+    spec: JobSpec, standby: dict[str, Any], options: SubmitOptions
+) -> dict[str, Any] | None:
+    """Release the standby onto the (restored) checkpoint of `spec`; returns the handle a
+    submit would have returned, or None when the standby is gone (the caller submits cold).
+
+    The caller has stopped the old driver; a live lease means it has not."""
+    token = standby.get("standby_token")
+    if not isinstance(token, str) or not isinstance(standby.get("job_ref"), dict):
+        raise InvalidArgumentError(
+            "standby handle: no 'standby_token' or 'job_ref' (pass the output of the standby "
+            "submit)"
+        )
+    if standby.get("checkpoint") != spec.checkpoint_location:
+        raise InvalidArgumentError(
+            f"standby handle: its checkpoint {standby.get('checkpoint')!r} is not the job's "
+            f"{spec.checkpoint_location!r}"
+        )
+    ref = job_ref_from_dict(standby["job_ref"], "standby handle")
+    if not driver_alive(ref):
+        log.warning("standby %s is not running: submitting cold instead", token)
+        return None
+    lease = live_lease(spec.checkpoint_location)
+    if lease is not None:
+        raise InvalidArgumentError(
+            f"{spec.checkpoint_location}: no handover while a driver holds the lease "
+            f"({lease.describe()}); stop it first"
+        )
+    control = ControlFolder(spec.checkpoint_location)
+    since = latest_committed(spec.checkpoint_location)
+    clear_stale_stop_request(control)
+    handle = record_submit(
+        spec, ref, standby_details(standby), options, standby["submitted_at_ms"], since
+    )
+    control.write_handover(Handover(token, now_ms(), options.submitted_by))
+    log.info("handed %s over to standby %s", spec.checkpoint_location, token)
+    return {**handle, "standby_token": token}
+
+
+def standby_details(standby: dict[str, Any]) -> dict[str, Any]:
+    """What a standby's handle says beyond the fields a submit handle rebuilds."""
+    rebuilt = {"mode", "job_name", "checkpoint", "job_ref", "standby_token", "submitted_at_ms"}
+    return {k: v for k, v in standby.items() if k not in rebuilt}
