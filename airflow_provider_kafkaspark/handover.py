@@ -12,13 +12,15 @@ checkpoint. The cost is memory: for a while two drivers of the job run at once.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_kafkaspark.core.control import ControlFolder, Handover, now_ms
 from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict, job_ref_to_dict
-from airflow_provider_kafkaspark.errors import InvalidArgumentError
+from airflow_provider_kafkaspark.errors import InvalidArgumentError, KafkaSparkError
 from airflow_provider_kafkaspark.lifecycle import (
     clear_stale_stop_request,
     driver_alive,
@@ -55,6 +57,7 @@ def submit_standby(
     submitted = backend.submit(standby_spec, options)
     log.info("standby %s submitted (%s)", token, submitted.ref.backend)
     return {
+        "spec_digest": spec_digest(spec),
         **submitted.details,
         "mode": submitted.ref.backend,
         "job_name": spec.job_name,
@@ -84,6 +87,12 @@ def hand_over(
             f"{spec.checkpoint_location!r}"
         )
     ref = job_ref_from_dict(standby["job_ref"], "standby handle")
+    if standby.get("spec_digest") != spec_digest(spec):
+        # Another job version, or offsets a restore mode changed: the standby would run a
+        # spec other than the one restored for.
+        log.warning("standby %s runs another spec than the restored one: not used", token)
+        retire_standby(standby)
+        return None
     if not driver_alive(ref):
         log.warning("standby %s is not running: submitting cold instead", token)
         return None
@@ -96,9 +105,8 @@ def hand_over(
     control = ControlFolder(spec.checkpoint_location)
     since = latest_committed(spec.checkpoint_location)
     clear_stale_stop_request(control)
-    handle = record_submit(
-        spec, ref, standby_details(standby), options, standby["submitted_at_ms"], since
-    )
+    # Submitted, as far as a stop is concerned, now: the standby starts its query from here.
+    handle = record_submit(spec, ref, standby_details(standby), options, now_ms(), since)
     control.write_handover(Handover(token, now_ms(), options.submitted_by))
     log.info("handed %s over to standby %s", spec.checkpoint_location, token)
     return {**handle, "standby_token": token}
@@ -106,5 +114,58 @@ def hand_over(
 
 def standby_details(standby: dict[str, Any]) -> dict[str, Any]:
     """What a standby's handle says beyond the fields a submit handle rebuilds."""
-    rebuilt = {"mode", "job_name", "checkpoint", "job_ref", "standby_token", "submitted_at_ms"}
+    rebuilt = {
+        "mode",
+        "job_name",
+        "checkpoint",
+        "job_ref",
+        "standby_token",
+        "submitted_at_ms",
+        "spec_digest",
+    }
     return {k: v for k, v in standby.items() if k not in rebuilt}
+
+
+def spec_digest(spec: JobSpec) -> str:
+    """A digest of everything the driver runs, the standby fields aside."""
+    plain = dataclasses.replace(spec, standby_token=None, standby_timeout_s=0.0)
+    return hashlib.sha256(plain.to_json().encode()).hexdigest()[:16]
+
+
+def wait_standby_ready(standby: dict[str, Any], timeout_s: float, poll_s: float = 1.0) -> float:
+    """Wait until the standby says it is warm; returns the seconds waited. Raises when it
+    exits first or `timeout_s` passes (and then stops it: it has touched nothing)."""
+    token = standby["standby_token"]
+    ref = job_ref_from_dict(standby["job_ref"], "standby handle")
+    control = ControlFolder(standby["checkpoint"])
+    began = time.monotonic()
+    while True:
+        ready = control.read_standby_ready()
+        if ready is not None and ready.token == token:
+            log.info("standby %s ready: warm-up %s", token, ready.warm_up_s)
+            return time.monotonic() - began
+        if not driver_alive(ref):
+            raise StandbyError(f"standby {token} exited before it was ready" + _log(standby))
+        if time.monotonic() - began > timeout_s:
+            retire_standby(standby)
+            raise StandbyError(f"standby {token} not ready within {timeout_s:g}s" + _log(standby))
+        time.sleep(poll_s)
+
+
+def retire_standby(standby: dict[str, Any]) -> None:
+    """Stop a standby that will not be handed over. It holds no lease and has written nothing
+    but its ready file, so a kill loses nothing."""
+    from airflow_provider_kafkaspark.backends import kill_driver
+
+    ref = job_ref_from_dict(standby["job_ref"], "standby handle")
+    if driver_alive(ref):
+        log.info("stopping standby %s, which will not be handed over", standby["standby_token"])
+        kill_driver(ref)
+
+
+def _log(standby: dict[str, Any]) -> str:
+    return f" (driver log: {standby['log_file']})" if standby.get("log_file") else ""
+
+
+class StandbyError(KafkaSparkError):
+    """A standby driver did not get ready."""

@@ -18,6 +18,7 @@ from airflow_provider_kafkaspark.errors import (
     JobSkippedError,
     NoLiveBootstrapError,
 )
+from airflow_provider_kafkaspark.handover import hand_over, retire_standby
 from airflow_provider_kafkaspark.lifecycle import (
     IF_RUNNING,
     JobRunningError,
@@ -111,13 +112,26 @@ class SubmitRequest:
     probe_bootstrap: bool = True
     probe_timeout_s: float = 5.0
     restore: RestoreRequest | None = None
+    # A standby's handle (`handover.submit_standby`): handed the checkpoint instead of a
+    # submit when it runs the same spec and lives; stopped when the submit fails.
+    standby: dict[str, Any] | None = None
     # For messages: where the servers came from (a connection id, a file).
     servers_from: str = "the job spec"
 
 
 def submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[str, Any]:
     """Observe, decide, act; returns the submit's handle (`lifecycle.submit_job`) with the
-    dead bootstrap servers and the restore's summary added."""
+    dead bootstrap servers and the restore's summary added. A standby given with the request
+    that is not handed over is stopped when the submit fails."""
+    try:
+        return _submit_streaming_job(backend, request)
+    except BaseException:
+        if request.standby is not None:
+            retire_standby(request.standby)
+        raise
+
+
+def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[str, Any]:
     from airflow_provider_kafkaspark.core.job_code import check_topics_exist
 
     spec = request.spec
@@ -168,7 +182,10 @@ def submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[st
             kafka_config=request.kafka_client,
         )
         log.info("restored for submit: %s", restored)
-
-    handle = submit_job(backend, spec, request.options)
+    handle = None
+    if request.standby is not None:
+        handle = hand_over(spec, request.standby, request.options)
+    if handle is None:
+        handle = submit_job(backend, spec, request.options)
     handle.update(dead_bootstrap_servers=dead, restored=restored)
     return handle

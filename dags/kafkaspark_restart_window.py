@@ -1,11 +1,15 @@
 """Scheduled restart window: stop with a savepoint, restore it (optionally upgraded), wait
 healthy, roll back.
 
-stop (graceful, savepoint) -> restore (verify + reconcile + restore + submit) -> healthy
-The restore submits the upgraded job when `KAFKASPARK_UPGRADE_TRANSFORMATION` names new code
-(see `examples/dag_settings.py`), else the same job. If the restored job is not healthy: stop
-it (no savepoint) and restore the savepoint taken at the start of the window again with the
-previous job, the known-good state (the rollback pattern).
+standby -> stop (graceful, savepoint) -> restore (verify + reconcile + restore + handover)
+-> healthy
+The standby is the restored job's driver, started and warmed up while the old one still runs;
+the restore hands the restored checkpoint over to it, so the downtime is a stop plus a query
+start, not a driver start (`KAFKASPARK_WARM_HANDOVER=false`: no standby, the restore submits
+a new driver). The restore submits the upgraded job when `KAFKASPARK_UPGRADE_TRANSFORMATION`
+names new code (see `examples/dag_settings.py`), else the same job. If the restored job is not
+healthy: stop it (no savepoint) and restore the savepoint taken at the start of the window
+again with the previous job, the known-good state (the rollback pattern).
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from airflow.sdk import DAG
 
 from airflow_provider_kafkaspark.examples.dag_settings import example_settings
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
-from airflow_provider_kafkaspark.operators.submit import RestoreStreamingJobOperator
+from airflow_provider_kafkaspark.operators.submit import (
+    RestoreStreamingJobOperator,
+    SubmitStreamingJobOperator,
+)
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
 
 settings = example_settings()
@@ -29,6 +36,18 @@ with DAG(
     tags=["kafkaspark", "example"],
     doc_md=__doc__,
 ) as dag:
+    standby = (
+        SubmitStreamingJobOperator(
+            task_id="start_standby",
+            aws_conn_id=settings.aws_conn_id,
+            job_spec=settings.upgraded_job_spec(),
+            standby=True,
+            workdir=settings.workdir,
+            **settings.submit_arguments(),
+        )
+        if settings.warm_handover
+        else None
+    )
     stop = StopStreamingJobOperator(
         task_id="stop_with_savepoint",
         aws_conn_id=settings.aws_conn_id,
@@ -44,6 +63,7 @@ with DAG(
         restore_from=stop.output["savepoint_id"],
         restore_mode="checkpoint",
         workdir=settings.workdir,
+        handover_from=standby.output if standby is not None else None,
         **settings.submit_arguments(),
     )
     healthy = StreamingHealthSensor(
@@ -78,4 +98,6 @@ with DAG(
         workdir=settings.workdir,
         **settings.submit_arguments(),
     )
+    if standby is not None:
+        standby >> stop
     stop >> restore >> healthy >> stop_unhealthy >> rollback

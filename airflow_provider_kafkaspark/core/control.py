@@ -37,6 +37,7 @@ STOPPED_FILE = "stopped.json"
 PROGRESS_FILE = "progress.json"
 SUBMITTED_FILE = "submitted.json"
 HANDOVER_FILE = "handover.json"
+STANDBY_READY_FILE = "standby-ready.json"
 SUPERVISOR_FILE = "supervisor.json"
 DEFAULT_LEASE_TTL_MS = 30_000
 
@@ -126,6 +127,15 @@ class StoppedReport:
             f"{self.last_committed_batch}, {'clean' if self.clean else 'not clean'})"
         )
         return f"{text}: {self.message}" if self.message else text
+
+
+@dataclass(frozen=True)
+class StandbyReady:
+    """Written by a standby driver once it has warmed up and waits for its handover."""
+
+    token: str
+    ready_at_ms: int
+    warm_up_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -365,6 +375,12 @@ class ControlFolder:
 
     def read_handover(self) -> Handover | None:
         return self._read(HANDOVER_FILE, Handover)
+
+    def write_standby_ready(self, ready: StandbyReady) -> None:
+        self._write(STANDBY_READY_FILE, ready)
+
+    def read_standby_ready(self) -> StandbyReady | None:
+        return self._read(STANDBY_READY_FILE, StandbyReady)
 
     def write_supervisor(self, state: SupervisorState) -> None:
         self._write(SUPERVISOR_FILE, state)

@@ -53,6 +53,8 @@ class ExampleSettings:
     spark_conf: dict[str, str] = field(default_factory=dict)
     restart_window_schedule: str | None = "0 3 * * *"
     reconcile_schedule: str | None = "*/5 * * * *"
+    # The restart window hands over to a warm standby driver (two drivers for a while).
+    warm_handover: bool = True
 
     @property
     def checkpoint(self) -> str:
@@ -120,7 +122,17 @@ def example_settings() -> ExampleSettings:
         spark_conf=_spark_conf(os.environ.get("KAFKASPARK_SPARK_CONF", "")),
         restart_window_schedule=_schedule("KAFKASPARK_RESTART_WINDOW_SCHEDULE", "0 3 * * *"),
         reconcile_schedule=_schedule("KAFKASPARK_RECONCILE_SCHEDULE", "*/5 * * * *"),
+        warm_handover=_flag("KAFKASPARK_WARM_HANDOVER", default=True),
     )
+
+
+def _flag(variable: str, *, default: bool) -> bool:
+    value = os.environ.get(variable, "").strip().lower()
+    if not value:
+        return default
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise InvalidInputError(f"{variable}={value!r}: true or false")
+    return value in ("true", "1", "yes")
 
 
 def _schedule(variable: str, default: str) -> str | None:

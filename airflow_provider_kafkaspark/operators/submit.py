@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator, Context
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.backends.base import JobBackend
+    from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
+    from airflow_provider_kafkaspark.core.jobspec import JobSpec
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
 
@@ -39,6 +40,14 @@ class SubmitStreamingJobOperator(BaseOperator):
     :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint or savepoints
         on S3 (``s3://`` or ``s3a://``); the driver gets its credentials as the standard AWS
         variables, never in the spec. Without one, the standard AWS variables and files apply.
+    :param standby: start a standby driver instead (see ``handover.py``): it warms up while
+        the job's running driver goes on, and starts its query only when a later restore or
+        submit hands the checkpoint over (``handover_from``). The task ends once the standby
+        is warm (within ``standby_ready_timeout_s``); a standby never handed over exits after
+        ``standby_timeout_s``. Two drivers of the job then run at once: size memory for it.
+    :param handover_from: the handle a ``standby=True`` task returned: this submit hands the
+        checkpoint over to that standby, when it still runs the same spec, instead of starting
+        a driver (else it starts one and stops the standby).
     """
 
     template_fields: Sequence[str] = (
@@ -49,6 +58,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         "workdir",
         "master",
         "jars",
+        "handover_from",
     )
     ui_color = "#e8f4fd"
 
@@ -71,6 +81,10 @@ class SubmitStreamingJobOperator(BaseOperator):
         restart_backoff_s: float = 5.0,
         aws_conn_id: str | None = None,
         jars: str | None = None,
+        standby: bool = False,
+        standby_timeout_s: float = 900.0,
+        standby_ready_timeout_s: float = 600.0,
+        handover_from: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         # Each key of the handle is its own XCom too: submit.output["since_batch"].
@@ -99,6 +113,15 @@ class SubmitStreamingJobOperator(BaseOperator):
         self.restart_backoff_s = restart_backoff_s
         self.aws_conn_id = aws_conn_id
         self.jars = jars
+        if standby and (restore_from or handover_from):
+            raise InvalidArgumentError(
+                "standby=True starts a standby for a later restore: give restore_from and "
+                "handover_from to that restore's task, not to this one"
+            )
+        self.standby = standby
+        self.standby_timeout_s = standby_timeout_s
+        self.standby_ready_timeout_s = standby_ready_timeout_s
+        self.handover_from = handover_from
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
@@ -149,15 +172,19 @@ class SubmitStreamingJobOperator(BaseOperator):
             backoff_s=self.restart_backoff_s,
             backoff_max_s=max(self.restart_backoff_s, 120.0),
         )
+        options = SubmitOptions(
+            workdir=self.workdir,
+            submitted_by=f"airflow:{self.dag_id}.{self.task_id}",
+            restart_policy=policy,
+            env=hook.driver_env(),
+        )
+        spec = with_connection(given, servers, spec_config)
+        if self.standby:
+            return self._start_standby(backend, spec, options)
         request = SubmitRequest(
-            spec=with_connection(given, servers, spec_config),
+            spec=spec,
             kafka_client=hook.kafka_client_config(),
-            options=SubmitOptions(
-                workdir=self.workdir,
-                submitted_by=f"airflow:{self.dag_id}.{self.task_id}",
-                restart_policy=policy,
-                env=hook.driver_env(),
-            ),
+            options=options,
             if_running=self.if_running,
             probe_bootstrap=self.probe_bootstrap,
             probe_timeout_s=self.probe_timeout_s,
@@ -165,9 +192,22 @@ class SubmitStreamingJobOperator(BaseOperator):
             if self.restore_from and self.savepoint_root
             else None,
             servers_from=f"connection {self.kafka_conn_id!r}",
+            standby=self.handover_from or None,
         )
         handle = submit_streaming_job(backend, request)
-        self.log.info("submitted %s: %s", given.job_name, _describe(handle))
+        verb = "handed over to standby" if handle.get("standby_token") else "submitted"
+        self.log.info("%s %s: %s", verb, given.job_name, _describe(handle))
+        return handle
+
+    def _start_standby(
+        self, backend: JobBackend, spec: JobSpec, options: SubmitOptions
+    ) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.handover import submit_standby, wait_standby_ready
+
+        handle = submit_standby(backend, spec, options, timeout_s=self.standby_timeout_s)
+        self.log.info("standby for %s started: %s", spec.job_name, _describe(handle))
+        waited = wait_standby_ready(handle, self.standby_ready_timeout_s)
+        self.log.info("standby %s warm after %.1fs", handle["standby_token"], waited)
         return handle
 
     def _backend(self, hook: KafkaSparkHook) -> JobBackend:

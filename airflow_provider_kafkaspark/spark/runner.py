@@ -223,10 +223,18 @@ def _standby(spark: SparkSession, spec: JobSpec) -> bool:
     from airflow_provider_kafkaspark.spark.standby import await_handover, warm_up
 
     assert spec.standby_token is not None
-    add_python_path(spark, spec)
-    seconds = warm_up(spark, spec, load_transformation(spec))
+    try:
+        add_python_path(spark, spec)
+        transformation = load_transformation(spec)
+    except InvalidInputError as exc:
+        # Reported as a bad job when the query starts, after the handover, as without a
+        # standby: the restart window's rollback handles it.
+        log.warning("standby %s: the job's code is not loadable: %s", spec.standby_token, exc)
+        transformation = None
+    seconds = warm_up(spark, spec, transformation)
     log.info("standby %s warmed up: %s", spec.standby_token, seconds)
-    if await_handover(spark, spec.checkpoint_location, spec.standby_token, spec.standby_timeout_s):
+    checkpoint, timeout_s = spec.checkpoint_location, spec.standby_timeout_s
+    if await_handover(spark, checkpoint, spec.standby_token, timeout_s, seconds):
         return True
     log.error(
         "standby %s: no handover within %.0fs; exiting without touching the checkpoint",

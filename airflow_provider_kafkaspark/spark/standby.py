@@ -7,7 +7,8 @@ while the old driver still runs: it builds its session, runs the job's transform
 last record of each input partition into Spark's `noop` sink, and starts as many Python
 workers as tasks can run at once, each importing what the exactly-once sink's tasks import.
 It touches neither the checkpoint nor the sink's topic (a transactional producer would fence
-the old driver's). It then waits for the handover (`core/control.Handover`) that names its
+the old driver's); it only says it is ready (`standby-ready.json` in the control folder). It
+then waits for the handover (`core/control.Handover`) that names its
 token, written by the restore once the checkpoint is ready, and only then takes the lease as
 any driver does: the lease still allows one running query per checkpoint.
 
@@ -23,7 +24,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.core.control import ControlFolder, StandbyReady, now_ms
 from airflow_provider_kafkaspark.errors import KafkaSparkError
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ KEEP_WARM_S = 30.0
 def warm_up(
     spark: SparkSession,
     spec: JobSpec,
-    transformation: Callable[[DataFrame], DataFrame],
+    transformation: Callable[[DataFrame], DataFrame] | None,
 ) -> dict[str, float]:
     """Do a first batch's start-up work without the checkpoint or the sink; returns the
     seconds of each step. A step that fails is logged and skipped: warming is an optimisation,
@@ -50,8 +51,8 @@ def warm_up(
     seconds: dict[str, float] = {}
     began = time.monotonic()
     try:
-        frame = _last_records(spark, spec)
-        if frame is not None:
+        frame = _last_records(spark, spec) if transformation is not None else None
+        if frame is not None and transformation is not None:
             transformation(frame).write.format("noop").mode("overwrite").save()
             seconds["source_and_transformation"] = round(time.monotonic() - began, 3)
     except Exception as exc:  # noqa: BLE001 - best effort, see above
@@ -112,9 +113,18 @@ def _last_records(spark: SparkSession, spec: JobSpec) -> DataFrame | None:
     return source_frame(spark, dataclasses.replace(spec, source=source), streaming=False)
 
 
-def await_handover(spark: SparkSession, checkpoint: str, token: str, timeout_s: float) -> bool:
-    """Wait for the handover naming `token`; False when `timeout_s` passed without one."""
+def await_handover(
+    spark: SparkSession,
+    checkpoint: str,
+    token: str,
+    timeout_s: float,
+    warm_up_s: dict[str, float],
+) -> bool:
+    """Say the standby is ready, then wait for the handover naming `token`; False when
+    `timeout_s` passed without one. The ready file is the one thing a standby writes before
+    its handover: the running driver never reads it."""
     control = ControlFolder(checkpoint)
+    control.write_standby_ready(StandbyReady(token, now_ms(), warm_up_s))
     deadline = time.monotonic() + timeout_s
     next_warm = time.monotonic() + KEEP_WARM_S
     log.info("standby ready: waiting up to %.0fs for the handover of %s", timeout_s, checkpoint)

@@ -141,6 +141,7 @@ def test_restart_window_rolls_back_an_upgrade_that_is_not_healthy(
     output = dags_test(upgrade, "kafkaspark_restart_window")
     states = {k: v[0] for k, v in task_runs(upgrade, "kafkaspark_restart_window").items()}
     assert states == {
+        "start_standby": "success",
         "stop_with_savepoint": "success",
         "restore": "success",
         "wait_healthy": "failed",

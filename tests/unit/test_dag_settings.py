@@ -44,3 +44,13 @@ def test_schedules_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert settings.reconcile_schedule == "*/5 * * * *"
     monkeypatch.setenv("KAFKASPARK_RESTART_WINDOW_SCHEDULE", "0 4 * * SUN")
     assert example_settings().restart_window_schedule == "0 4 * * SUN"
+
+
+def test_the_warm_handover_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKASPARK_WARM_HANDOVER", raising=False)
+    assert example_settings().warm_handover is True
+    monkeypatch.setenv("KAFKASPARK_WARM_HANDOVER", "false")
+    assert example_settings().warm_handover is False
+    monkeypatch.setenv("KAFKASPARK_WARM_HANDOVER", "sometimes")
+    with pytest.raises(InvalidInputError, match="KAFKASPARK_WARM_HANDOVER"):
+        example_settings()

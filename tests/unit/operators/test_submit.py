@@ -26,3 +26,14 @@ def test_restore_defaults_to_the_newest_savepoint() -> None:
     op = RestoreStreamingJobOperator(task_id="r", job_spec={}, savepoint_root="/sp")
     assert op.restore_from == "latest" and op.restore_mode == "checkpoint"
     assert op.savepoint_root == "/sp"
+
+
+def test_the_handover_handle_is_a_templated_field_and_a_standby_takes_no_restore() -> None:
+    op = RestoreStreamingJobOperator(
+        task_id="r", job_spec={}, savepoint_root="/sp", handover_from={"standby_token": "t"}
+    )
+    assert "handover_from" in op.template_fields and op.handover_from == {"standby_token": "t"}
+    with pytest.raises(ValueError, match="standby=True starts a standby"):
+        SubmitStreamingJobOperator(
+            task_id="s", job_spec={}, standby=True, restore_from="latest", savepoint_root="/sp"
+        )
