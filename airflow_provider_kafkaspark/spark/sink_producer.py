@@ -39,7 +39,7 @@ from airflow_provider_kafkaspark.spark.sink_config import (
     marker_group,
     transactional_id,
 )
-from airflow_provider_kafkaspark.spark.sink_rows import produce_arguments
+from airflow_provider_kafkaspark.spark.sink_rows import positional, produce_arguments
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, KafkaError, Producer
@@ -61,6 +61,9 @@ _CONNECT_WAIT_S = 5.0
 # 11 ms; reconnects after a failure still back off exponentially up to
 # reconnect.backoff.max.ms (10 s by default).
 _RECONNECT_BACKOFF_MS = 20
+
+# Rows produced between two polls for delivery reports (a full queue is polled at once).
+POLL_EVERY = 1000
 
 
 class TaskProducerError(KafkaRequestError):
@@ -232,19 +235,37 @@ class TaskProducer:
         or if Kafka requires it."""
         producer = self._producer()
         topic = self.config.topic
-        arguments = produce_arguments(self.config.columns)
+        produce, poll = producer.produce, producer.poll
         count = 0
+        # The per-row work is most of a task's time (profiled in benchmarks/sink_profile.py):
+        # rows go to produce() as positional arguments where they can, and delivery reports
+        # are served every POLL_EVERY rows (the commit waits for all of them anyway).
         with self._in_transaction("producing rows"):
-            for row in rows:
-                kwargs = arguments(row)
-                while True:
-                    try:
-                        producer.produce(topic, **kwargs)
-                        break
-                    except BufferError:
-                        producer.poll(0.1)
-                producer.poll(0)
-                count += 1
+            if positional(self.config.columns):
+                for row in rows:
+                    while True:
+                        try:
+                            produce(topic, *row)
+                            break
+                        except BufferError:
+                            poll(0.1)
+                    count += 1
+                    if not count % POLL_EVERY:
+                        poll(0)
+            else:
+                arguments = produce_arguments(self.config.columns)
+                for row in rows:
+                    kwargs = arguments(row)
+                    while True:
+                        try:
+                            produce(topic, **kwargs)
+                            break
+                        except BufferError:
+                            poll(0.1)
+                    count += 1
+                    if not count % POLL_EVERY:
+                        poll(0)
+            poll(0)
         return count
 
     def flush(self) -> None:

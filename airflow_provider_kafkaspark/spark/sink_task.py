@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_kafkaspark.spark.fault_points import DURING_SINK_WRITE, maybe_crash
@@ -30,7 +30,7 @@ from airflow_provider_kafkaspark.spark.sink_config import (
     transactional_id,
 )
 from airflow_provider_kafkaspark.spark.sink_producer import TaskProducer, TaskProducerError
-from airflow_provider_kafkaspark.spark.sink_rows import arrow_rows
+from airflow_provider_kafkaspark.spark.sink_rows import arrow_rows, plain_rows
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, Producer
@@ -108,7 +108,7 @@ def write_task(
     produced anything is replaced by a new one within the task, which starts the protocol
     over.
     """
-    yield _write_task(config, batch_id, task, iter(rows))
+    yield _write_task(config, batch_id, task, plain_rows(rows, config.columns))
 
 
 def write_arrow_task(
@@ -234,7 +234,7 @@ def _write_rows(
     clock: _Clock,
 ) -> int:
     """Produce the task's rows into the open transaction and commit it; returns how many."""
-    rows = _chain(first, rest)
+    rows: Iterator[Any] = chain((first,), rest)
     if task == 0 and config.crash == DURING_SINK_WRITE:
         # Armed on the driver for this batch: the crash happens between two rows, so the
         # produce loop itself never checks for it.
@@ -247,11 +247,6 @@ def _write_rows(
     clients.commit()
     clock.lap("commit")
     return count
-
-
-def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
-    yield first
-    yield from rest
 
 
 def _crashing_halfway(

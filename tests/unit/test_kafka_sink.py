@@ -44,7 +44,12 @@ from airflow_provider_kafkaspark.spark.sink_producer import (
     FencedOrRetriableError,
     ProducerLog,
 )
-from airflow_provider_kafkaspark.spark.sink_rows import arrow_rows, produce_arguments
+from airflow_provider_kafkaspark.spark.sink_rows import (
+    arrow_rows,
+    plain_rows,
+    positional,
+    produce_arguments,
+)
 from airflow_provider_kafkaspark.spark.sink_schema import connection_settings, sink_columns
 
 BOOTSTRAP = {"bootstrap.servers": "127.0.0.1:9"}
@@ -708,18 +713,24 @@ def test_librdkafka_fencing_lines_are_one_info_line_per_producer(
     assert seen[1][1] == "librdkafka: FAIL [rdkafka#producer-1] Disconnected"
 
 
-def test_rows_become_produce_arguments() -> None:
-    arguments = produce_arguments(("value", "key", "partition", "headers"))
-    row = (bytearray(b"v"), "k", 2, [("h", bytearray(b"1")), ("e", None)])
-    assert arguments(row) == {
+def test_pickled_rows_become_plain_tuples_and_produce_arguments() -> None:
+    columns = ("value", "key", "partition", "headers")
+    pickled = (bytearray(b"v"), bytearray(b"k"), 2, [("h", bytearray(b"1")), ("e", None)])
+    [row] = plain_rows([pickled], columns)
+    # librdkafka takes bytes or str, not the bytearray pyspark gives binary columns as.
+    assert type(row[0]) is bytes and type(row[1]) is bytes and type(row[3][0][1]) is bytes
+    assert produce_arguments(columns)(row) == {
         "value": b"v",
-        "key": "k",
+        "key": b"k",
         "partition": 2,
         "headers": [("h", b"1"), ("e", None)],
     }
     # A null partition leaves the choice to the partitioner; null headers send none.
-    assert arguments((None, None, None, None)) == {"value": None, "key": None}
-    assert produce_arguments(("value",))(("v", "ignored")) == {"value": "v"}
+    [empty] = plain_rows([(None, None, None, None)], columns)
+    assert produce_arguments(columns)(empty) == {"value": None, "key": None}
+    # Value and key alone go to produce() as they are, positionally.
+    assert positional(("value",)) and positional(("value", "key"))
+    assert not positional(("value", "key", "partition")) and not positional(("value", "headers"))
 
 
 # -- error kinds of a task's producer ------------------------------------------------------
