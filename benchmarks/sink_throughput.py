@@ -17,10 +17,11 @@ maxOffsetsPerTrigger) and write to a fresh output topic of the same partition co
   broker and librdkafka allow a Python writer.
 
 A warm-up query of each sink runs first on a smaller topic (200,000 records), so that no
-variant pays for JVM class loading and JIT compilation alone. Each variant runs `repeats` times, in an order that alternates from
-one repeat to the next; the median time of each is reported (and the best), with the
-per-task phase timings (TaskResult.phases, mean seconds per task) of the exactly-once sink's
-median run and how its tasks got their producers (created, reused, replaced after a fence).
+variant pays for JVM class loading and JIT compilation alone. Each variant runs `repeats`
+times, in an order that alternates from one repeat to the next; the median time of each is
+reported (and the best), with the per-task phase timings (TaskResult.phases, mean seconds
+per task) of the exactly-once sink's median run and how its tasks got their producers
+(created, reused, replaced after a fence).
 Ratios are of the medians.
 """
 

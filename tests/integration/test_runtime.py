@@ -47,6 +47,24 @@ def stateless_spec(bootstrap: str, topic: str, tmp_path: Path, name: str) -> dic
     }
 
 
+def committed_values(out: Path) -> list[int]:
+    """The values in the parquet files the file sink's own log committed: an interrupted
+    attempt may have left a partial file behind, which Spark's readers skip too. A set of
+    files: from batch 9 on, the log compacts earlier batches' entries into `9.compact`, so a
+    file can be named twice."""
+    files = {
+        json.loads(line)["path"]
+        for log_file in sorted((out / "_spark_metadata").iterdir())
+        if not log_file.name.startswith(".")
+        for line in log_file.read_text().splitlines()[1:]
+    }
+    return [
+        int(row["value"])
+        for path in files
+        for row in pq.read_table(path.removeprefix("file://")).to_pylist()
+    ]
+
+
 def consumer_groups_tool(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
     """CURRENT-OFFSET per partition, as Kafka's own kafka-consumer-groups tool shows it."""
     out = subprocess.run(
@@ -283,20 +301,7 @@ def test_stop_that_cannot_drain_says_so_and_the_interrupted_batch_reruns(
     wait_until(driver, "every record written", lambda: committed_batches(checkpoint) >= 1)
     request_stop(checkpoint, requested_by="test", reason="done")
     assert wait_exit(driver, 180) == 0, read_log(driver)
-    # Only the files the sink's own log committed: the interrupted attempt may have left a
-    # partial one behind, which Spark's readers skip too.
-    committed_files = [
-        json.loads(line)["path"]
-        for log_file in sorted((tmp_path / "out" / "_spark_metadata").iterdir())
-        if not log_file.name.startswith(".")
-        for line in log_file.read_text().splitlines()[1:]
-    ]
-    rows = [
-        row
-        for path in committed_files
-        for row in pq.read_table(path.removeprefix("file://")).to_pylist()
-    ]
-    assert sorted(int(r["value"]) for r in rows) == list(range(600))
+    assert sorted(committed_values(tmp_path / "out")) == list(range(600))
 
 
 def test_a_job_that_is_behind_stops_after_the_batch_in_flight(
@@ -337,17 +342,4 @@ def test_a_job_that_is_behind_stops_after_the_batch_in_flight(
     rest = {**spec, "trigger_interval": "availableNow"}
     driver = start(rest, tmp_path / "run2")
     assert wait_exit(driver, 180) == 0, read_log(driver)
-    # A set: from batch 9 on, the sink's log compacts the entries of earlier batches into
-    # `9.compact`, so a file can be named twice.
-    committed_files = {
-        json.loads(line)["path"]
-        for log_file in sorted((tmp_path / "out" / "_spark_metadata").iterdir())
-        if not log_file.name.startswith(".")
-        for line in log_file.read_text().splitlines()[1:]
-    }
-    rows = [
-        row
-        for path in committed_files
-        for row in pq.read_table(path.removeprefix("file://")).to_pylist()
-    ]
-    assert sorted(int(r["value"]) for r in rows) == list(range(200))
+    assert sorted(committed_values(tmp_path / "out")) == list(range(200))
