@@ -27,8 +27,8 @@ after its last batch), `exit` (report to process gone, as `check_stop` sees it),
 `restore`, `handover` (or `submit`), `start_to_first_batch` (handover returned to the first
 commit), the latter split at the driver's "query ... started" log line into `query_start`
 and `first_batch`. Besides, from the stop request: `drain` (request to stopped report) and
-`batches_after_request` (batches the old driver committed after the request: the stop ends
-the query at the next batch boundary). The plain path's phases: `to_kill` (last commit to
+`batches_after_request` (batches the old driver committed after the request: the stop waits
+for a moment with no batch in flight). The plain path's phases: `to_kill` (last commit to
 the kill), `kill`, `submit`, and `start_to_first_batch` split the same way. `verify_s` is one
 extra `SavepointStore.verify` of each savepoint, timed off the clock. `batch_ms_*` are the
 batch durations (trigger to end) the drivers wrote to progress.json.

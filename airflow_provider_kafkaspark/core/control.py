@@ -108,10 +108,7 @@ class StoppedReport:
 
     stopped_at_ms: int
     reason: str
-    # No batch left behind whose re-run could write twice: every planned batch committed, or
-    # a drained stop cut short a batch Spark had just planned and the sink is replay-safe
-    # (`core/drain.stopped_cleanly`); the next driver re-runs that batch.
-    clean: bool
+    clean: bool  # True when the last planned batch was committed before exit
     last_planned_batch: int | None
     last_committed_batch: int | None
     offsets: dict[str, dict[str, int]] = field(default_factory=dict)

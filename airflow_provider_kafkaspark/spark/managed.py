@@ -11,15 +11,12 @@
 Give a factory (as above) rather than a started query: the lease is taken before the query
 starts, so a second driver on the same checkpoint never touches it.
 
-Stop: a stop request file in the control folder (or SIGTERM) makes the driver stop the query
-at the next batch boundary (`core/drain`: once the batch in flight has committed, or at once
-when none is), write `stopped.json` and return 0. A batch Spark planned as the one in flight
-ended is cut short and stays in the checkpoint (`clean` false in the report): the next driver
-runs it again. A stop whose batch in flight does not end within the request's
-`drain_timeout_s` (SIGTERM: the options' value) interrupts it, says so in `stopped.json` and
-returns `EXIT_NOT_DRAINED`; Spark re-runs the interrupted batch on restart. `stopped.json` is
-written after the query has stopped and before the lease is released, so it alone tells a
-reader that the checkpoint is free.
+Stop: a stop request file in the control folder (or SIGTERM) makes the driver wait until no
+batch is in flight, stop the query, write `stopped.json` and return 0. A stop that cannot
+drain within the request's `drain_timeout_s` (SIGTERM: the options' value) interrupts the
+query, says so in `stopped.json` and returns `EXIT_NOT_DRAINED`; Spark re-runs the
+interrupted batch on restart. `stopped.json` is written after the query has stopped and
+before the lease is released, so it alone tells a reader that the checkpoint is free.
 
 A bad job (a transformation that cannot be imported, SQL that does not parse, a topic that
 does not exist, a schema the sink cannot write: `InvalidInputError` or Spark's
@@ -44,7 +41,6 @@ from airflow_provider_kafkaspark.core.control import (
     StoppedReport,
     now_ms,
 )
-from airflow_provider_kafkaspark.core.drain import FinishedTrigger, may_stop_now, stopped_cleanly
 from airflow_provider_kafkaspark.core.offsets import offsets_json
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError, LeaseHeldError
 from airflow_provider_kafkaspark.local.process import holder_gone
@@ -75,11 +71,6 @@ class ManagedOptions:
     drain_timeout_s: float = 120.0
     progress_batches: int = 20
     handle_sigterm: bool = True
-    # The sink writes a re-run batch once (the exactly-once Kafka sink, file sinks). False
-    # (Spark's at-least-once Kafka sink): a stop waits for a moment with no batch in flight
-    # instead of cutting short one Spark planned, which may take several batches when the
-    # job is behind.
-    replay_safe_sink: bool = True
 
 
 class ManagedQuery:
@@ -199,19 +190,14 @@ class ManagedQuery:
         reason = self.stop_reason or "SIGTERM"
         log.info("stopping gracefully (%s): waiting for the batch in flight", reason)
         deadline = time.monotonic() + self.drain_timeout_s
-        at_request = FinishedTrigger.of(query.lastProgress)
         while query.isActive:
-            active = bool(query.status.get("isTriggerActive", False))
-            watch = active and self.options.replay_safe_sink
-            now = FinishedTrigger.of(query.lastProgress) if watch else None
-            if may_stop_now(
-                trigger_active=active, finished_at_request=at_request, finished_now=now
-            ):
+            status = query.status
+            if not status.get("isTriggerActive", False):
                 query.stop()
                 break
             if time.monotonic() > deadline:
                 log.error(
-                    "the batch in flight did not end within %.0fs: interrupting it",
+                    "no quiet moment within %.0fs: interrupting the batch in flight",
                     self.drain_timeout_s,
                 )
                 query.stop()
@@ -227,11 +213,7 @@ class ManagedQuery:
     def _finish(self, reason: str, code: int, message: str) -> int:
         reader = CheckpointReader(self.options.checkpoint)
         position = reader.position() if reader.exists() else CheckpointPosition.empty(reader.url)
-        clean = stopped_cleanly(
-            drained=code == EXIT_STOPPED,
-            pending_batch=position.pending_batch,
-            replay_safe_sink=self.options.replay_safe_sink,
-        )
+        clean = position.pending_batch is None
         ran_a_batch = position.latest_committed is not None and (
             self.committed_at_start is None or position.latest_committed > self.committed_at_start
         )
@@ -239,17 +221,10 @@ class ManagedQuery:
             position.latest_committed or 0, LISTENER_CATCH_UP_S
         ):
             log.warning("progress of batch %s not reported by Spark", position.latest_committed)
-        if code == EXIT_STOPPED and position.pending_batch is not None:
-            # Spark planned the next batch as the one in flight ended, and stop() cut it
-            # short: the checkpoint keeps its offsets, and the next driver runs it again.
-            message = (
-                f"stopped after batch {position.latest_committed}; batch "
-                f"{position.pending_batch} was planned as the query stopped and re-runs on "
-                f"restart"
-            )
-            if not clean:
-                # Spark's at-least-once sink may have written part of it already.
-                code = EXIT_NOT_DRAINED
+        if code == EXIT_STOPPED and not clean:
+            # A trigger fired between our check and stop(): Spark re-runs that batch.
+            code = EXIT_NOT_DRAINED
+            message = f"batch {position.pending_batch} was planned as the query stopped"
         offsets = offsets_json(position.committed_offsets)
         if self.lag is not None and offsets:
             self.lag.flush()

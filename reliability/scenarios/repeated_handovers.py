@@ -3,10 +3,10 @@
 The stateless variant of the example job (each record copied once, exactly-once sink) runs
 `profile.restores` restart windows in a row, each as the restart-window DAG runs it: a
 standby driver is submitted and warms up while the running driver still writes, then the
-running driver is stopped at its next batch boundary, savepointed, the savepoint restored
+running driver is stopped gracefully, savepointed, the savepoint restored
 into the checkpoint location, and the checkpoint handed over to the standby. The failures
 this hunts: two drivers writing at once (the standby must not start before the handover and
-the lease), a batch the stop cut short that is lost or written twice, a standby that was
+the lease), a batch planned as the stop ended that is lost or written twice, a standby that was
 warm but never started. At the end every produced value must be in the sink exactly once.
 """
 
@@ -147,5 +147,5 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
     result.check("unexpected_values", count.unexpected == 0, count.unexpected)
     result.check("every_window_handed_over", handovers == profile.restores, handovers)
     # Not a failure: a batch Spark planned as a stop ended re-runs, once, after the handover.
-    result.check("batches_cut_short_by_a_stop", True, cut_short)
+    result.check("batches_planned_at_a_stop", True, cut_short)
     return result
