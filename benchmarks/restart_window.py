@@ -304,7 +304,7 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
         if setup.handover == "warm":
             began = time.time()
             standby = submit_standby(LocalBackend(stack.MASTER), job.spec, options)
-            standby_handle = _local_handle(standby)
+            standby_handle = LocalJobHandle.from_submit_handle(standby)
             job.handles.append(standby_handle)
             warm_s = _wait_logged(standby_handle, "standby ready", began, setup.timeout_s) - began
         request_batch = _last(_batch_ids(job.checkpoint, "commits"))
@@ -391,11 +391,6 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
         job.close()
 
 
-def _local_handle(raw: dict[str, Any]) -> LocalJobHandle:
-    fields = LocalJobHandle.__dataclass_fields__
-    return LocalJobHandle.from_dict({k: v for k, v in raw.items() if k in fields})
-
-
 def _kill_mid_write(job: Round, handle: LocalJobHandle) -> tuple[int, float, float, int]:
     """SIGKILL the driver once a planned, uncommitted batch is being written to the output.
 
@@ -440,7 +435,7 @@ def _resubmit(spec: JobSpec, workdir: Path) -> LocalJobHandle:
     from airflow_provider_kafkaspark.lifecycle import submit_local
 
     raw = submit_local(spec, str(workdir), master=stack.MASTER, restart_policy=None)
-    return _local_handle(raw)
+    return LocalJobHandle.from_submit_handle(raw)
 
 
 def _plain_path(setup: Setup, name: str) -> PathRun:

@@ -543,8 +543,7 @@ def submit(
     if lease is not None:
         raise JobRunningError(f"{spec.checkpoint_location}: a live driver holds the lease")
     raw = submit_local(spec, str(workdir), master=MASTER, restart_policy=restart_policy)
-    fields = LocalJobHandle.__dataclass_fields__
-    return LocalJobHandle.from_dict({k: v for k, v in raw.items() if k in fields})
+    return LocalJobHandle.from_submit_handle(raw)
 
 
 def committed(checkpoint: str | Path) -> int:

@@ -29,13 +29,6 @@ PRODUCE_CAP_S = 3_600.0
 STANDBY_READY_S = 300.0
 
 
-def _local_handle(raw: dict[str, Any]) -> Any:
-    from airflow_provider_kafkaspark.local.jobs import LocalJobHandle
-
-    fields = LocalJobHandle.__dataclass_fields__
-    return LocalJobHandle.from_dict({k: v for k, v in raw.items() if k in fields})
-
-
 def _wait_ready(standby: Any) -> None:
     from airflow_provider_kafkaspark.local.jobs import read_log
 
@@ -59,6 +52,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         restore_for_submit,
         savepoint_after_stop,
     )
+    from airflow_provider_kafkaspark.local.jobs import LocalJobHandle
     from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
@@ -90,7 +84,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             for i in range(profile.restores):
                 stack.wait_committed_beyond(handle, checkpoint, batch, timeout_s=300)
                 raw = submit_standby(LocalBackend(stack.MASTER), spec, options)
-                standby = _local_handle(raw)
+                standby = LocalJobHandle.from_submit_handle(raw)
                 handles.append(standby)
                 _wait_ready(standby)
                 # The standby is warm and waiting: it must not have touched the checkpoint.

@@ -89,8 +89,7 @@ def test_submit_health_stop_and_reconcile_through_an_aws_connection(
         workdir=str(tmp_path / "jobs"),
         max_restarts=0,
     ).execute(cast(Context, {}))
-    fields = LocalJobHandle.__dataclass_fields__
-    driver = LocalJobHandle.from_dict({k: v for k, v in handle.items() if k in fields})
+    driver = LocalJobHandle.from_submit_handle(handle)
     with KafkaSparkHook(aws_conn_id=store).storage():
         wait_until(driver, "a committed batch on S3", lambda: committed_batches(checkpoint) >= 0)
 

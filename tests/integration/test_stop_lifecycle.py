@@ -65,7 +65,7 @@ def test_stop_then_savepoint_at_once_round_after_round(
         produce_numbered(bootstrap, "stop_race", 20, start=round_no * 20)
         handle = submit_local(spec, "drivers", master="local[1]", restart_policy=None)
         assert handle["pid_role"] == "driver"
-        driver = LocalJobHandle.from_dict(_handle_fields(handle))
+        driver = LocalJobHandle.from_submit_handle(handle)
         wait_until(driver, f"round {round_no}: a new batch", partial(advanced, checkpoint, before))
         assert os.readlink(f"/proc/{driver.pid}/cwd") == handle["work_dir"]
         assert Path(handle["work_dir"]).parent == tmp_path / "drivers"
@@ -112,7 +112,7 @@ def test_a_stop_issued_while_the_driver_starts_waits_for_it(
     )
     assert report is not None, "the stop found nothing to stop"
     assert report.reason == "stop request by test: right away"
-    assert wait_exit(LocalJobHandle.from_dict(_handle_fields(handle)), 60) in (0, 2)
+    assert wait_exit(LocalJobHandle.from_submit_handle(handle), 60) in (0, 2)
 
 
 def assert_stacks_can_be_dumped(driver: LocalJobHandle) -> None:
@@ -131,11 +131,6 @@ def assert_stacks_can_be_dumped(driver: LocalJobHandle) -> None:
 
 def advanced(checkpoint: str, before: int) -> bool:
     return committed_batches(checkpoint) > before
-
-
-def _handle_fields(handle: dict[str, Any]) -> dict[str, Any]:
-    names = LocalJobHandle.__dataclass_fields__
-    return {k: v for k, v in handle.items() if k in names}
 
 
 @pytest.mark.parametrize("fault", ["import_error", "missing_sink_topic"])
@@ -172,7 +167,7 @@ def test_a_bad_job_ends_for_good_and_says_why(
         restart_policy=RestartPolicy(max_restarts=3, backoff_s=1),
     )
     assert handle["pid_role"] == "supervisor"
-    exit_code = wait_exit(LocalJobHandle.from_dict(_handle_fields(handle)), 180)
+    exit_code = wait_exit(LocalJobHandle.from_submit_handle(handle), 180)
     log = Path(handle["log_file"]).read_text()
     assert exit_code == 4, log[-3000:]
     control = ControlFolder(spec.checkpoint_location)
