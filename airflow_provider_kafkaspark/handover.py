@@ -31,6 +31,7 @@ from airflow_provider_kafkaspark.lifecycle import (
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
+    from airflow_provider_kafkaspark.core.job_ref import JobRef
     from airflow_provider_kafkaspark.core.jobspec import JobSpec
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,6 @@ def submit_standby(
         "checkpoint": spec.checkpoint_location,
         "job_ref": job_ref_to_dict(submitted.ref),
         "standby_token": token,
-        "submitted_at_ms": now_ms(),
     }
 
 
@@ -86,7 +86,7 @@ def hand_over(
             f"standby handle: its checkpoint {standby.get('checkpoint')!r} is not the job's "
             f"{spec.checkpoint_location!r}"
         )
-    ref = job_ref_from_dict(standby["job_ref"], "standby handle")
+    ref = _standby_ref(standby)
     if standby.get("spec_digest") != spec_digest(spec):
         # Another job version, or offsets a restore mode changed: the standby would run a
         # spec other than the one restored for.
@@ -106,24 +106,12 @@ def hand_over(
     since = latest_committed(spec.checkpoint_location)
     clear_stale_stop_request(control)
     # Submitted, as far as a stop is concerned, now: the standby starts its query from here.
-    handle = record_submit(spec, ref, standby_details(standby), options, now_ms(), since)
+    # The standby's handle keeps its details (log file, token); the digest served its purpose.
+    details = {k: v for k, v in standby.items() if k != "spec_digest"}
+    handle = record_submit(spec, ref, details, options, now_ms(), since)
     control.write_handover(Handover(token, now_ms(), options.submitted_by))
     log.info("handed %s over to standby %s", spec.checkpoint_location, token)
-    return {**handle, "standby_token": token}
-
-
-def standby_details(standby: dict[str, Any]) -> dict[str, Any]:
-    """What a standby's handle says beyond the fields a submit handle rebuilds."""
-    rebuilt = {
-        "mode",
-        "job_name",
-        "checkpoint",
-        "job_ref",
-        "standby_token",
-        "submitted_at_ms",
-        "spec_digest",
-    }
-    return {k: v for k, v in standby.items() if k not in rebuilt}
+    return handle
 
 
 def spec_digest(spec: JobSpec) -> str:
@@ -136,7 +124,7 @@ def wait_standby_ready(standby: dict[str, Any], timeout_s: float, poll_s: float 
     """Wait until the standby says it is warm; returns the seconds waited. Raises when it
     exits first or `timeout_s` passes (and then stops it: it has touched nothing)."""
     token = standby["standby_token"]
-    ref = job_ref_from_dict(standby["job_ref"], "standby handle")
+    ref = _standby_ref(standby)
     control = ControlFolder(standby["checkpoint"])
     began = time.monotonic()
     while True:
@@ -157,10 +145,14 @@ def retire_standby(standby: dict[str, Any]) -> None:
     but its ready file, so a kill loses nothing."""
     from airflow_provider_kafkaspark.backends import kill_driver
 
-    ref = job_ref_from_dict(standby["job_ref"], "standby handle")
+    ref = _standby_ref(standby)
     if driver_alive(ref):
         log.info("stopping standby %s, which will not be handed over", standby["standby_token"])
         kill_driver(ref)
+
+
+def _standby_ref(standby: dict[str, Any]) -> JobRef:
+    return job_ref_from_dict(standby["job_ref"], "standby handle")
 
 
 def _log(standby: dict[str, Any]) -> str:

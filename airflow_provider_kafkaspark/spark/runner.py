@@ -237,7 +237,7 @@ def _standby(spark: SparkSession, spec: JobSpec) -> bool:
     log.error(
         "standby %s: no handover within %.0fs; exiting without touching the checkpoint",
         spec.standby_token,
-        spec.standby_timeout_s,
+        timeout_s,
     )
     return False
 

@@ -8,9 +8,9 @@ last record of each input partition into Spark's `noop` sink, and starts as many
 workers as tasks can run at once, each importing what the exactly-once sink's tasks import.
 It touches neither the checkpoint nor the sink's topic (a transactional producer would fence
 the old driver's); it only says it is ready (`standby-ready.json` in the control folder). It
-then waits for the handover (`core/control.Handover`) that names its
-token, written by the restore once the checkpoint is ready, and only then takes the lease as
-any driver does: the lease still allows one running query per checkpoint.
+then waits for the handover (`core/control.Handover`) that names its token, written by the
+restore once the checkpoint is ready, and only then takes the lease as any driver does: the
+lease still allows one running query per checkpoint.
 
 Spark closes Python workers idle for a minute, so a standby that waits longer starts them
 again every `KEEP_WARM_S`.
@@ -19,7 +19,6 @@ again every `KEEP_WARM_S`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -50,13 +49,14 @@ def warm_up(
     and the real start reports the job's own errors."""
     seconds: dict[str, float] = {}
     began = time.monotonic()
-    try:
-        frame = _last_records(spark, spec) if transformation is not None else None
-        if frame is not None and transformation is not None:
-            transformation(frame).write.format("noop").mode("overwrite").save()
-            seconds["source_and_transformation"] = round(time.monotonic() - began, 3)
-    except Exception as exc:  # noqa: BLE001 - best effort, see above
-        log.warning("warm-up of the source and transformation skipped: %s", exc)
+    if transformation is not None:
+        try:
+            frame = _last_records(spark, spec)
+            if frame is not None:
+                transformation(frame).write.format("noop").mode("overwrite").save()
+                seconds["source_and_transformation"] = round(time.monotonic() - began, 3)
+        except Exception as exc:  # noqa: BLE001 - best effort, see above
+            log.warning("warm-up of the source and transformation skipped: %s", exc)
     seconds["python_workers"] = start_python_workers(spark)
     return seconds
 
@@ -88,7 +88,7 @@ def _last_records(spark: SparkSession, spec: JobSpec) -> DataFrame | None:
     """A batch read of the last record of each partition of the job's topics (None for a
     pattern subscription, whose topics the standby does not look up)."""
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.offsets import TopicPartition
+    from airflow_provider_kafkaspark.core.offsets import TopicPartition, format_kafka_offsets, nest
     from airflow_provider_kafkaspark.spark.runner import source_frame
 
     if spec.source.assign:
@@ -102,13 +102,12 @@ def _last_records(spark: SparkSession, spec: JobSpec) -> DataFrame | None:
             counts = kafka.topic_partitions(spec.source.subscribe)
             partitions = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]
         marks = kafka.watermarks(partitions)
-    start: dict[str, dict[str, int]] = {}
-    end: dict[str, dict[str, int]] = {}
-    for tp, mark in marks.items():
-        start.setdefault(tp.topic, {})[str(tp.partition)] = max(mark.low, mark.high - 1)
-        end.setdefault(tp.topic, {})[str(tp.partition)] = mark.high
+    start = nest((tp, max(mark.low, mark.high - 1)) for tp, mark in marks.items())
+    end = nest((tp, mark.high) for tp, mark in marks.items())
     source = dataclasses.replace(
-        spec.source, starting_offsets=json.dumps(start), ending_offsets=json.dumps(end)
+        spec.source,
+        starting_offsets=format_kafka_offsets(start),
+        ending_offsets=format_kafka_offsets(end),
     )
     return source_frame(spark, dataclasses.replace(spec, source=source), streaming=False)
 
