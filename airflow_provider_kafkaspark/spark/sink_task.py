@@ -26,14 +26,12 @@ from airflow_provider_kafkaspark.spark.sink_clients import CLIENTS, fingerprint
 from airflow_provider_kafkaspark.spark.sink_config import (
     SinkTaskConfig,
     already_committed,
-    marker_group,
-    transactional_id,
 )
 from airflow_provider_kafkaspark.spark.sink_producer import TaskProducer, TaskProducerError
 from airflow_provider_kafkaspark.spark.sink_rows import arrow_rows, plain_rows
 
 if TYPE_CHECKING:
-    from confluent_kafka import Consumer, Producer
+    pass
 
 # The sink's modules log under one name, the one its users configure.
 log = logging.getLogger("airflow_provider_kafkaspark.spark.kafka_sink")
@@ -136,18 +134,13 @@ def _write_task(
     clock = _Clock()
     timeout = config.operation_timeout_s
     reuse = config.reuse_clients
-    txn_id = transactional_id(config.sink_id, task)
-    group = marker_group(config.sink_id, config.query_id, task)
+    clients = TaskProducer(config, batch_id, task, lap=clock.lap)
+    txn_id, group = clients.transactional_id, clients.group
     producer_key = fingerprint(config.producer_config)
     consumer_key = fingerprint(config.consumer_config)
-    producer: Producer | None = None
-    consumer: Consumer | None = None
     if reuse:
-        producer, consumer = CLIENTS.take(txn_id, producer_key, group, consumer_key)
-    origin = PRODUCER_REUSED if producer is not None else PRODUCER_CREATED
-    clients = TaskProducer(
-        config, batch_id, task, producer=producer, consumer=consumer, lap=clock.lap
-    )
+        clients.producer, clients.consumer = CLIENTS.take(txn_id, producer_key, group, consumer_key)
+    origin = PRODUCER_REUSED if clients.producer is not None else PRODUCER_CREATED
     # Only this first row is read before the transaction is open, and it is kept: whatever
     # happens to a reused producer before then, the task can start over with all its rows.
     first = next(rows, None)
