@@ -324,8 +324,10 @@ def begin_stop(
     reason: str,
     drain_timeout_s: float,
     ref: JobRef | None = None,
+    at_batch_boundary: bool = False,
 ) -> StopStarted | None:
     """Write a stop request; None when no driver runs or is starting (nothing to stop).
+    `at_batch_boundary`: see `core/drain` (for a savepoint restored in `checkpoint` mode).
 
     A driver submitted but not yet holding the lease is waited for: it honours the request
     as soon as its query starts."""
@@ -361,7 +363,11 @@ def begin_stop(
             submitted.submitted_at_ms,
         )
     request = request_stop(
-        checkpoint, requested_by=requested_by, reason=reason, drain_timeout_s=drain_timeout_s
+        checkpoint,
+        requested_by=requested_by,
+        reason=reason,
+        drain_timeout_s=drain_timeout_s,
+        at_batch_boundary=at_batch_boundary,
     )
     return StopStarted(request, wait_s, ref=ref, awaited_restart=backend_alive)
 
@@ -443,6 +449,7 @@ def stop_job(
     pid: int | None = None,
     allow_force_kill: bool = False,
     poll_s: float = 1.0,
+    at_batch_boundary: bool = False,
 ) -> StoppedReport | None:
     """Ask the driver to stop and wait for its stopped report; kill it only if allowed.
     The driver is named by `ref`, or by `pid` for a process of this host.
@@ -455,6 +462,7 @@ def stop_job(
         reason=reason,
         drain_timeout_s=drain_timeout_s,
         ref=ref,
+        at_batch_boundary=at_batch_boundary,
     )
     if started is None:
         return None

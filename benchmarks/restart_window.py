@@ -315,6 +315,7 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
             reason="restart window",
             drain_timeout_s=DRAIN_TIMEOUT_S,
             ref=handle.to_ref(),
+            at_batch_boundary=True,  # as the restart-window DAG: a checkpoint-mode restore
         )
         if started is None:
             raise RuntimeError(f"{name}: no live driver to stop")

@@ -54,6 +54,8 @@ with DAG(
         checkpoint=settings.checkpoint,
         job_name=settings.job_name,
         savepoint_root=settings.savepoints,
+        # The restore below is in checkpoint mode, which re-runs a batch the stop cut short.
+        at_batch_boundary=True,
     )
     restore = RestoreStreamingJobOperator(
         task_id="restore",

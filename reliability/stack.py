@@ -656,7 +656,12 @@ def wait_caught_up(
         )
 
 
-def stop(handle: LocalJobHandle, scenario: str, exit_timeout_s: float = 120) -> int:
+def stop(
+    handle: LocalJobHandle,
+    scenario: str,
+    exit_timeout_s: float = 120,
+    at_batch_boundary: bool = False,
+) -> int:
     """Graceful stop as StopStreamingJobOperator does it; returns the last committed batch."""
     from airflow_provider_kafkaspark.lifecycle import stop_job
     from airflow_provider_kafkaspark.local.jobs import read_log, wait_exit
@@ -667,6 +672,7 @@ def stop(handle: LocalJobHandle, scenario: str, exit_timeout_s: float = 120) -> 
         reason="scenario step",
         drain_timeout_s=120,
         pid=handle.pid,
+        at_batch_boundary=at_batch_boundary,
     )
     if report is None or not report.clean:
         raise RuntimeError(f"driver {handle.pid} did not stop cleanly:\n{read_log(handle)}")

@@ -66,6 +66,12 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     stop.add_argument(
         "--force-kill", action="store_true", help="kill the driver after the drain timeout"
     )
+    stop.add_argument(
+        "--at-batch-boundary",
+        action="store_true",
+        help="stop once the batch in flight has committed, cutting short one Spark already "
+        "planned (its savepoint then restores in checkpoint mode only)",
+    )
     stop.add_argument("--savepoint-root", default=None, help="take a savepoint here after")
     add_shared(stop)
     with_example(stop, "kafkaspark job stop clicks.ref.json --savepoint-root s3://b/sp")
@@ -207,6 +213,7 @@ def _stop(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         drain_timeout_s=args.drain_timeout,
         ref=ref,
         allow_force_kill=args.force_kill,
+        at_batch_boundary=args.at_batch_boundary,
     )
     result: dict[str, Any] = {
         "job_name": ref.job_name,

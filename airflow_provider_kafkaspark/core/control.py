@@ -100,6 +100,9 @@ class StopRequest:
     requested_by: str
     reason: str = "requested"
     drain_timeout_s: float = 120.0
+    # Stop once the batch in flight has committed, cutting short one Spark already planned
+    # (`core/drain`): for a stop whose savepoint is restored in `checkpoint` mode.
+    at_batch_boundary: bool = False
 
 
 @dataclass(frozen=True)

@@ -184,8 +184,9 @@ def request_stop(
     requested_by: str = "kafkaspark",
     reason: str = "requested",
     drain_timeout_s: float = 120.0,
+    at_batch_boundary: bool = False,
 ) -> StopRequest:
-    request = StopRequest(now_ms(), requested_by, reason, drain_timeout_s)
+    request = StopRequest(now_ms(), requested_by, reason, drain_timeout_s, at_batch_boundary)
     ControlFolder(checkpoint).request_stop(request)
     return request
 

@@ -50,6 +50,13 @@ class StopStreamingJobOperator(BaseOperator):
     the ``kafkaspark-savepoints`` alias when the name comes from the handle). ``aws_conn_id``:
     an official-provider ``aws`` connection for a checkpoint or savepoints on S3 (also used
     by the trigger).
+
+    ``at_batch_boundary``: stop once the batch in flight has committed instead of waiting
+    for a moment with no batch in flight, which a job that is behind may not have for many
+    batches. A batch Spark has already planned is then cut short and stays in the savepoint
+    as a pending batch: a ``checkpoint``-mode restore runs it again exactly once, an
+    ``offsets``-mode restore refuses it. Use it when the restore that follows is in
+    ``checkpoint`` mode (a restart window). Ignored for Spark's at-least-once Kafka sink.
     """
 
     template_fields: Sequence[str] = ("checkpoint", "job_name", "savepoint_root", "handle")
@@ -64,6 +71,7 @@ class StopStreamingJobOperator(BaseOperator):
         handle: dict[str, Any] | str | None = None,
         drain_timeout_s: float = 120.0,
         allow_force_kill: bool = False,
+        at_batch_boundary: bool = False,
         take_savepoint: bool = True,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         poll_interval_s: float = 2.0,
@@ -91,6 +99,7 @@ class StopStreamingJobOperator(BaseOperator):
         self.handle = handle
         self.drain_timeout_s = drain_timeout_s
         self.allow_force_kill = allow_force_kill
+        self.at_batch_boundary = at_batch_boundary
         self.take_savepoint = take_savepoint
         self.deferrable = deferrable
         self.poll_interval_s = poll_interval_s
@@ -120,6 +129,7 @@ class StopStreamingJobOperator(BaseOperator):
             reason="stop operator",
             drain_timeout_s=self.drain_timeout_s,
             ref=ref,
+            at_batch_boundary=self.at_batch_boundary,
         )
         if started is None:
             return self._finish(context, None)

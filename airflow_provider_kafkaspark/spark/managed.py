@@ -12,11 +12,14 @@ Give a factory (as above) rather than a started query: the lease is taken before
 starts, so a second driver on the same checkpoint never touches it.
 
 Stop: a stop request file in the control folder (or SIGTERM) makes the driver wait until no
-batch is in flight, stop the query, write `stopped.json` and return 0. A stop that cannot
-drain within the request's `drain_timeout_s` (SIGTERM: the options' value) interrupts the
-query, says so in `stopped.json` and returns `EXIT_NOT_DRAINED`; Spark re-runs the
-interrupted batch on restart. `stopped.json` is written after the query has stopped and
-before the lease is released, so it alone tells a reader that the checkpoint is free.
+batch is in flight, stop the query, write `stopped.json` and return 0. A request
+`at_batch_boundary` stops once the batch in flight has committed instead (`core/drain`): a
+batch Spark planned as that one ended is cut short and stays in the checkpoint, and the next
+driver runs it again. A stop that cannot drain within the request's `drain_timeout_s`
+(SIGTERM: the options' value) interrupts the query, says so in `stopped.json` and returns
+`EXIT_NOT_DRAINED`; Spark re-runs the interrupted batch on restart. `stopped.json` is
+written after the query has stopped and before the lease is released, so it alone tells a
+reader that the checkpoint is free.
 
 A bad job (a transformation that cannot be imported, SQL that does not parse, a topic that
 does not exist, a schema the sink cannot write: `InvalidInputError` or Spark's
@@ -41,6 +44,7 @@ from airflow_provider_kafkaspark.core.control import (
     StoppedReport,
     now_ms,
 )
+from airflow_provider_kafkaspark.core.drain import FinishedTrigger, may_stop_now, stopped_cleanly
 from airflow_provider_kafkaspark.core.offsets import offsets_json
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError, LeaseHeldError
 from airflow_provider_kafkaspark.local.process import holder_gone
@@ -71,6 +75,10 @@ class ManagedOptions:
     drain_timeout_s: float = 120.0
     progress_batches: int = 20
     handle_sigterm: bool = True
+    # The sink writes a re-run batch once (the exactly-once Kafka sink, file sinks). False
+    # (Spark's at-least-once Kafka sink): every stop waits for a moment with no batch in
+    # flight, even one requested at the batch boundary.
+    replay_safe_sink: bool = True
 
 
 class ManagedQuery:
@@ -83,6 +91,7 @@ class ManagedQuery:
         self.committed_at_start: int | None = None
         self.lost_lease = False
         self.drain_timeout_s = options.drain_timeout_s
+        self.at_batch_boundary = False
         self.bad_job: BaseException | None = None
         self._stop_event = threading.Event()
         self._done = threading.Event()
@@ -184,15 +193,27 @@ class ManagedQuery:
         self.stop_reason = f"stop request by {request.requested_by}: {request.reason}"
         # One drain bound: the one the stopper wrote, which it also waits by.
         self.drain_timeout_s = request.drain_timeout_s
+        self.at_batch_boundary = request.at_batch_boundary and self.options.replay_safe_sink
         return True
 
     def _graceful_stop(self, query: StreamingQuery) -> int:
         reason = self.stop_reason or "SIGTERM"
-        log.info("stopping gracefully (%s): waiting for the batch in flight", reason)
+        log.info(
+            "stopping gracefully (%s): waiting for %s",
+            reason,
+            "the batch in flight" if self.at_batch_boundary else "a moment with no batch in flight",
+        )
         deadline = time.monotonic() + self.drain_timeout_s
+        at_request = FinishedTrigger.of(query.lastProgress)
         while query.isActive:
-            status = query.status
-            if not status.get("isTriggerActive", False):
+            active = bool(query.status.get("isTriggerActive", False))
+            watch = active and self.at_batch_boundary
+            if may_stop_now(
+                trigger_active=active,
+                at_batch_boundary=self.at_batch_boundary,
+                finished_at_request=at_request,
+                finished_now=FinishedTrigger.of(query.lastProgress) if watch else None,
+            ):
                 query.stop()
                 break
             if time.monotonic() > deadline:
@@ -213,7 +234,10 @@ class ManagedQuery:
     def _finish(self, reason: str, code: int, message: str) -> int:
         reader = CheckpointReader(self.options.checkpoint)
         position = reader.position() if reader.exists() else CheckpointPosition.empty(reader.url)
-        clean = position.pending_batch is None
+        clean = stopped_cleanly(
+            pending_batch=position.pending_batch,
+            cut_allowed=self.at_batch_boundary and code == EXIT_STOPPED,
+        )
         ran_a_batch = position.latest_committed is not None and (
             self.committed_at_start is None or position.latest_committed > self.committed_at_start
         )
@@ -221,10 +245,17 @@ class ManagedQuery:
             position.latest_committed or 0, LISTENER_CATCH_UP_S
         ):
             log.warning("progress of batch %s not reported by Spark", position.latest_committed)
-        if code == EXIT_STOPPED and not clean:
-            # A trigger fired between our check and stop(): Spark re-runs that batch.
-            code = EXIT_NOT_DRAINED
-            message = f"batch {position.pending_batch} was planned as the query stopped"
+        if code == EXIT_STOPPED and position.pending_batch is not None:
+            # Spark planned the next batch as the query stopped: at the batch boundary, by
+            # design; at a quiet moment, a trigger fired between our check and stop(). The
+            # checkpoint keeps its offsets, and the next driver runs it again.
+            message = (
+                f"stopped after batch {position.latest_committed}; batch "
+                f"{position.pending_batch} was planned as the query stopped and re-runs on "
+                f"restart"
+            )
+            if not clean:
+                code = EXIT_NOT_DRAINED
         offsets = offsets_json(position.committed_offsets)
         if self.lag is not None and offsets:
             self.lag.flush()

@@ -201,6 +201,8 @@ def run(spec: JobSpec, master: str | None = None) -> int:
         lease_ttl_s=spec.lease_ttl_s,
         drain_timeout_s=spec.drain_timeout_s,
         progress_batches=spec.progress_batches,
+        # Spark's own Kafka sink is at-least-once: a cut-short batch's re-run may duplicate.
+        replay_safe_sink=spec.sink.kind != "kafka",
     )
     managed = ManagedQuery(spark, options)
 

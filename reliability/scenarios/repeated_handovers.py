@@ -3,8 +3,9 @@
 The stateless variant of the example job (each record copied once, exactly-once sink) runs
 `profile.restores` restart windows in a row, each as the restart-window DAG runs it: a
 standby driver is submitted and warms up while the running driver still writes, then the
-running driver is stopped gracefully, savepointed, the savepoint restored
-into the checkpoint location, and the checkpoint handed over to the standby. The failures
+running driver is stopped at the next batch boundary (cutting short a batch Spark already
+planned), savepointed, the savepoint restored in checkpoint mode into the checkpoint
+location, and the checkpoint handed over to the standby. The failures
 this hunts: two drivers writing at once (the standby must not start before the handover and
 the lease), a batch planned as the stop ended that is lost or written twice, a standby that was
 warm but never started. At the end every produced value must be in the sink exactly once.
@@ -92,7 +93,8 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
                 holder = None if lease is None else lease.pid
                 waits = f"standby_{i + 1}_waits_without_the_lease"
                 result.check(waits, holder == handle.pid, holder)
-                batch = stack.stop(handle, NAME)
+                # As the restart-window DAG stops: its restore is in checkpoint mode.
+                batch = stack.stop(handle, NAME, at_batch_boundary=True)
                 manifest = savepoint_after_stop(
                     checkpoint, savepoints, spec.job_name, spark_version=SPARK_VERSION
                 )

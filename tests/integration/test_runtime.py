@@ -302,3 +302,63 @@ def test_stop_that_cannot_drain_says_so_and_the_interrupted_batch_reruns(
     request_stop(checkpoint, requested_by="test", reason="done")
     assert wait_exit(driver, 180) == 0, read_log(driver)
     assert sorted(committed_values(tmp_path / "out")) == list(range(600))
+
+
+def test_a_job_that_is_behind_stops_at_the_batch_boundary_when_asked(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "runtime_behind"
+    create_topic(bootstrap, topic, 1)
+    produce_numbered(bootstrap, topic, 200)
+    spec = stateless_spec(bootstrap, topic, tmp_path, "behind")
+    spec["source"] = {**spec["source"], "max_offsets_per_trigger": 20}  # type: ignore[dict-item]
+    # One row of every batch of 20 sleeps 2 s, twice the 1 s trigger: Spark starts each
+    # batch as soon as the one before it ends, so the job is never idle until it has read
+    # everything. A stop that waited for an idle moment waited through all of it.
+    spec["sql"] = (
+        "SELECT partition, offset, CAST(value AS STRING) AS value, "
+        "reflect('java.lang.Thread', 'sleep', CAST(IF(offset % 20 = 5, 2000, 0) AS BIGINT)) AS s "
+        "FROM source"
+    )
+    checkpoint = str(tmp_path / "checkpoint")
+    driver = start(spec, tmp_path / "run")
+    wait_until(driver, "2 committed batches", lambda: committed_batches(checkpoint) >= 1)
+    at_request = committed_batches(checkpoint)
+    request_stop(
+        checkpoint,
+        requested_by="test",
+        reason="behind",
+        drain_timeout_s=60,
+        at_batch_boundary=True,
+    )
+    assert wait_exit(driver, 120) == 0, read_log(driver)
+    stopped = ControlFolder(checkpoint).read_stopped()
+    assert stopped is not None and stopped.exit_code == 0, stopped
+    assert stopped.last_committed_batch is not None
+    # Only the batch in flight at the request ran to its end: 10 batches were left to read.
+    assert stopped.last_committed_batch <= at_request + 1, (at_request, stopped)
+    assert stopped.last_committed_batch < 9
+    # A batch Spark planned as the one in flight ended is cut short and re-run: the file
+    # sink writes it once, so the stop is clean.
+    assert stopped.clean, stopped
+    if stopped.last_planned_batch != stopped.last_committed_batch:
+        assert "re-runs on restart" in stopped.message
+
+    rest = {**spec, "trigger_interval": "availableNow"}
+    driver = start(rest, tmp_path / "run2")
+    assert wait_exit(driver, 180) == 0, read_log(driver)
+    # A set: from batch 9 on, the sink's log compacts the entries of earlier batches into
+    # `9.compact`, so a file can be named twice.
+    committed_files = {
+        json.loads(line)["path"]
+        for log_file in sorted((tmp_path / "out" / "_spark_metadata").iterdir())
+        if not log_file.name.startswith(".")
+        for line in log_file.read_text().splitlines()[1:]
+    }
+    rows = [
+        row
+        for path in committed_files
+        for row in pq.read_table(path.removeprefix("file://")).to_pylist()
+    ]
+    assert sorted(int(r["value"]) for r in rows) == list(range(200))
