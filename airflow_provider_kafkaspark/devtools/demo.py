@@ -277,6 +277,24 @@ def _window_counts(
     return seen, got
 
 
+def _wrong_windows(
+    expected: Counter[tuple[int, str]], got: dict[tuple[int, str], int], limit: int = 20
+) -> list[dict[str, Any]]:
+    """Up to `limit` windows whose written count (None: not written) is not the expected
+    one, by window start, with the seconds after the first event they start at."""
+    keys = sorted(k for k in set(expected) | set(got) if got.get(k) != expected.get(k))
+    return [
+        {
+            "window_start_ms": start,
+            "seconds_in": (start - MINUTE0_MS) / 1000,
+            "ip": ip,
+            "expected": expected.get((start, ip)),
+            "written": got.get((start, ip)),
+        }
+        for start, ip in keys[:limit]
+    ]
+
+
 def backfill_counts(output_root: Path) -> Counter[tuple[int, str]]:
     """Per-window counts of the backfill's Parquet output, all intervals together."""
     import pyarrow.parquet as pq
@@ -464,6 +482,8 @@ def _run(
         "duplicates": sum(n - 1 for n in seen.values()),
         "missing": len(set(expected) - set(got)),
         "wrong_counts": sum(1 for k, v in expected.items() if k in got and got[k] != v),
+        # Where the output differs from the input, for a failure to be read from the summary.
+        "wrong_windows": _wrong_windows(expected, got),
         # The job's lag consumer group (what kafka-consumer-groups shows) ends where the
         # checkpoint ends.
         "lag_group_matches_checkpoint": lag_group == position.committed_offsets,

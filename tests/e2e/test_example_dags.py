@@ -110,9 +110,10 @@ def test_demo_story_through_the_example_dags_is_exactly_once(
     assert "savepoint ip_count-" in window and "restored for submit" in window
     # The exactly-once output: every window once, with the count the input implies.
     assert summary["events_produced"] == 3001  # plus the event that closes the windows
-    assert summary["records_counted"] == 3000
-    assert summary["duplicates"] == 0 and summary["missing"] == 0
-    assert summary["wrong_counts"] == 0
+    assert summary["records_counted"] == 3000, summary["wrong_windows"]
+    assert summary["duplicates"] == 0 and summary["missing"] == 0, summary["wrong_windows"]
+    assert summary["wrong_counts"] == 0, summary["wrong_windows"]
+    assert summary["wrong_windows"] == []
     assert summary["windows_written"] == summary["windows_expected"] > 0
     assert summary["lag_group_matches_checkpoint"] is True
     # Partitions added during the window and while stopped were read from their start.
