@@ -158,13 +158,18 @@ def dags_test(
     on_output: OutputSeen | None = None,
     checkpoint: str | None = None,
 ) -> str:
-    """`airflow dags test`; `on_output(dag_id, output)` sees what it printed. With
-    `checkpoint`, a progress line about the job every few seconds."""
+    """`airflow dags test`; `on_output(dag_id, output)` sees what it printed, which is also
+    kept as `<AIRFLOW_HOME>/logs/dags-test/<n>-<dag_id>.log` (the task logs of a `dags test`
+    go to its output only). With `checkpoint`, a progress line about the job every few
+    seconds."""
     _say(f"airflow dags test {dag_id}{' ' + logical_date if logical_date else ''}")
     progress = (lambda: job_progress(checkpoint)) if checkpoint else None
     output = airflow(
         env, "dags", "test", dag_id, *([logical_date] if logical_date else []), progress=progress
     )
+    kept = Path(env["AIRFLOW_HOME"]) / "logs" / "dags-test"
+    kept.mkdir(parents=True, exist_ok=True)
+    (kept / f"{len(list(kept.iterdir())) + 1:02d}-{dag_id}.log").write_text(output)
     if on_output is not None:
         on_output(dag_id, output)
     return output
