@@ -169,6 +169,9 @@ def restore_for_submit(
     )
     if result.backup:
         summary["backup"] = result.backup
+    if result.new_query_id:
+        # A rollback: the batches after the savepoint are written again (core/restore).
+        summary["new_query_id"] = result.new_query_id
     if chosen is RestoreMode.CHECKPOINT:
         return spec, summary
     source = dataclasses.replace(spec.source, starting_offsets=result.starting_offsets)

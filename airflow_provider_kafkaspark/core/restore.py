@@ -1,7 +1,9 @@
 """Restoring a savepoint, in the three modes of the Flink Kubernetes Operator's spirit.
 
 - `checkpoint`: copy the savepoint's checkpoint into an empty location; the query resumes
-  with its state and re-runs a planned-but-uncommitted batch exactly as Spark would.
+  with its state and re-runs a planned-but-uncommitted batch exactly as Spark would. When
+  the checkpoint it replaces had run the same query past the savepoint (a rollback), the
+  restored copy gets a new query id (`ran_past_savepoint`).
 - `offsets`: no state; give a fresh checkpoint the `startingOffsets` of the last committed
   batch. Refused when the savepoint has a pending batch, unless forced (see the error).
 - `latest`: no state, no offsets: start from the end of each partition.
@@ -13,10 +15,15 @@ import datetime as dt
 import enum
 import json
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_kafkaspark.core.checkpoint import CONTROL_DIR
+from airflow_provider_kafkaspark.core.checkpoint import (
+    CONTROL_DIR,
+    METADATA_FILE,
+    CheckpointReader,
+)
 from airflow_provider_kafkaspark.core.control import ControlFolder, now_ms
 from airflow_provider_kafkaspark.core.offsets import format_kafka_offsets, parse_kafka_offsets
 from airflow_provider_kafkaspark.core.savepoint import (
@@ -56,6 +63,9 @@ class RestoreResult:
     starting_offsets: str  # the Kafka source's startingOffsets for the submit
     backup: str | None = None
     files: int = 0
+    # The restored copy's new query id, when the replaced checkpoint had run past the
+    # savepoint (`ran_past_savepoint`); None: the savepoint's own.
+    new_query_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,7 +75,45 @@ class RestoreResult:
             "starting_offsets": self.starting_offsets,
             "backup": self.backup,
             "files": self.files,
+            "new_query_id": self.new_query_id,
         }
+
+
+@dataclass(frozen=True)
+class ReplacedRun:
+    """What the checkpoint a restore moves aside says of its query."""
+
+    query_id: str
+    last_committed_batch: int | None
+
+
+def ran_past_savepoint(manifest: SavepointManifest, replaced: ReplacedRun | None) -> bool:
+    """Whether the checkpoint a restore replaces ran the savepoint's query past the savepoint
+    (it committed a later batch): a rollback. The restored query then plans those batch ids
+    again, with the offsets Kafka has now rather than the ones they had. A sink that
+    remembers what it wrote by (query id, batch id), as the exactly-once Kafka sink does
+    with its markers, would take them for written and skip them: their output would be
+    lost. So the restored copy gets a new query id, and everything after the savepoint is
+    written again, as a Flink job restored from an older savepoint writes it again."""
+    if replaced is None or replaced.query_id != manifest.query_id:
+        return False
+    if replaced.last_committed_batch is None:
+        return False
+    return (
+        manifest.last_committed_batch is None
+        or replaced.last_committed_batch > manifest.last_committed_batch
+    )
+
+
+def _replaced_run(target: Location) -> ReplacedRun | None:
+    """The query of a checkpoint about to be moved aside; None if it is not one."""
+    from airflow_provider_kafkaspark.errors import KafkaSparkError
+
+    reader = CheckpointReader(target)
+    try:
+        return ReplacedRun(reader.query_id(), reader.position().latest_committed)
+    except KafkaSparkError:
+        return None  # not a Spark checkpoint (or not readable): nothing of it is reused
 
 
 def _is_empty(location: Location) -> bool:
@@ -160,6 +208,7 @@ def _restore_checkpoint(
     sid = manifest.savepoint_id
     store.require_verified(sid)
     backup: Location | None = None
+    replaced: ReplacedRun | None = None
     if not _is_empty(target):
         lease = ControlFolder(target).live_lease()
         if lease is not None:
@@ -172,6 +221,7 @@ def _restore_checkpoint(
                 f"{target.url}: restore target is not empty; restore into an empty location "
                 f"or let the restore move it aside as a backup first"
             )
+        replaced = _replaced_run(target)
         backup = move_aside(target)
     data = store.data_location(sid)
 
@@ -184,6 +234,23 @@ def _restore_checkpoint(
             )
 
     target.map_files(copy, manifest.files)
+    new_query_id = None
+    if ran_past_savepoint(manifest, replaced):
+        assert replaced is not None
+        new_query_id = str(uuid.uuid4())
+        # Spark's own format for the query id: one JSON line.
+        target.write_atomic(json.dumps({"id": new_query_id}) + "\n", METADATA_FILE)
+        log.warning(
+            "%s had run query %s to batch %s, past savepoint %s (batch %s): the restored "
+            "copy runs as query %s, so that a sink keyed by query and batch writes the "
+            "batches after the savepoint again instead of taking them for written",
+            backup.url if backup else target.url,
+            manifest.query_id,
+            replaced.last_committed_batch,
+            sid,
+            manifest.last_committed_batch,
+            new_query_id,
+        )
     provenance = {
         "savepoint_id": sid,
         "savepoint_root": store.location.url,
@@ -191,6 +258,7 @@ def _restore_checkpoint(
         "last_committed_batch": manifest.last_committed_batch,
         "pending_batch": manifest.pending_batch,
         "backup": backup.url if backup else None,
+        "new_query_id": new_query_id,
     }
     target.write_atomic(json.dumps(provenance, sort_keys=True), CONTROL_DIR, RESTORED_FROM_FILE)
     log.info("restored savepoint %s into %s (%d files)", sid, target.url, len(manifest.files))
@@ -202,4 +270,5 @@ def _restore_checkpoint(
         "earliest",
         backup.url if backup else None,
         len(manifest.files),
+        new_query_id,
     )

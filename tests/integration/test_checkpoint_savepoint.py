@@ -248,3 +248,39 @@ def test_restore_over_a_non_empty_target_moves_it_aside(
     assert result.backup is not None
     assert Path(result.backup, "precious").read_text() == "keep me"
     assert CheckpointReader(str(target)).position().query_id == manifest.query_id
+
+
+def test_a_rollback_over_a_run_past_the_savepoint_gets_a_new_query_id(
+    made_checkpoints: dict[str, MadeCheckpoint], tmp_path: Path
+) -> None:
+    """The savepoint is older than the checkpoint it is restored over (a rollback): the
+    restored copy runs as a new query, so that the exactly-once sink does not take the batch
+    ids it plans again, with other offsets, for the ones the rolled-back run wrote."""
+    ran_on = copy_of(made_checkpoints["stateless"], tmp_path)
+    last = CheckpointReader(str(ran_on)).position().latest_committed
+    assert last is not None and last >= 1
+    older = tmp_path / "older"
+    shutil.copytree(ran_on, older)
+    for log_dir in ("commits", "offsets"):
+        (older / log_dir / str(last)).unlink()  # the state one batch before
+    store = SavepointStore(str(tmp_path / "sp"))
+    manifest = store.create(str(older), job_name="rollback")
+    assert manifest.last_committed_batch == last - 1
+
+    same = restore(store, manifest.savepoint_id, str(older), "checkpoint", move_target_aside=True)
+    assert same.new_query_id is None
+    assert CheckpointReader(str(older)).query_id() == manifest.query_id
+
+    result = restore(
+        store, manifest.savepoint_id, str(ran_on), "checkpoint", move_target_aside=True
+    )
+    assert result.new_query_id is not None and result.new_query_id != manifest.query_id
+    restored = CheckpointReader(str(ran_on))
+    assert restored.query_id() == result.new_query_id
+    assert restored.position().latest_committed == last - 1
+    provenance = json.loads((ran_on / "_kafkaspark" / "restored-from.json").read_text())
+    assert provenance["new_query_id"] == result.new_query_id
+    # The run that was rolled back is kept as it was.
+    assert result.backup is not None
+    assert CheckpointReader(result.backup).query_id() == manifest.query_id
+    assert CheckpointReader(result.backup).position().latest_committed == last
