@@ -18,7 +18,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, TypeVar
 
 from airflow_provider_kafkaspark.core.checkpoint import CONTROL_DIR
@@ -81,6 +81,14 @@ class Lease:
 
     def age_ms(self, at_ms: int | None = None) -> int:
         return (now_ms() if at_ms is None else at_ms) - self.heartbeat_at_ms
+
+    def taken(self, at_ms: int | None = None) -> Lease:
+        """This owner's lease as it is taken now: started and renewed at `at_ms`. A driver
+        builds its lease well before it takes it (a standby, for the whole wait for its
+        handover); written with the time it was built, a lease just taken looked expired,
+        to a health check and to any driver that may take over an expired lease."""
+        t = now_ms() if at_ms is None else at_ms
+        return replace(self, started_at_ms=t, heartbeat_at_ms=t)
 
     def renewed(self, at_ms: int | None = None, application_id: str | None = None) -> Lease:
         values = asdict(self)

@@ -110,6 +110,7 @@ class ManagedQuery:
     # -- entry point ----------------------------------------------------------------------
 
     def run(self, start: Callable[[], StreamingQuery]) -> int:
+        self.lease = self.lease.taken()
         try:
             previous = self.control.acquire_lease(self.lease, force=self._holder_is_dead())
         except LeaseHeldError as exc:

@@ -37,6 +37,21 @@ def test_expired_lease_is_taken_over_and_reported(tmp_path: Path) -> None:
     assert control.read_lease() == lease("b", 20_000)
 
 
+def test_a_lease_built_long_before_it_is_taken_is_stamped_when_taken(tmp_path: Path) -> None:
+    # A standby builds its lease at start and takes it at the handover, minutes later.
+    built = lease("standby", 1_000)
+    taken = built.taken(at_ms=200_000)
+    assert (taken.owner_id, taken.started_at_ms, taken.heartbeat_at_ms) == (
+        "standby",
+        200_000,
+        200_000,
+    )
+    assert not built.is_fresh(at_ms=200_001) and taken.is_fresh(at_ms=200_001)
+    control = ControlFolder(str(tmp_path))
+    control.acquire_lease(taken, at_ms=200_000)
+    assert control.live_lease(at_ms=205_000) == taken
+
+
 def test_forced_takeover_and_renewal_rules(tmp_path: Path) -> None:
     control = ControlFolder(str(tmp_path))
     a = lease("a", 1_000)
