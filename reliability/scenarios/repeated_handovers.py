@@ -108,6 +108,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
                     kafka_config={"bootstrap.servers": bootstrap},
                 )
                 handed = time.monotonic()
+                handed_at_ms = int(time.time() * 1000)
                 if hand_over(restored, raw, options) is None:
                     raise RuntimeError(f"standby {standby.pid} was gone at handover {i + 1}")
                 handovers += 1
@@ -115,6 +116,15 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
                 result.restarts += 1
                 handle = standby
                 stack.wait_committed_beyond(handle, checkpoint, batch, timeout_s=300)
+                # Taken at the handover, so fresh from the first moment (not stamped with the
+                # standby's start, which looked expired to a health check).
+                lease = live_lease(checkpoint)
+                taken = None if lease is None else lease.started_at_ms - handed_at_ms
+                result.check(
+                    f"standby_{i + 1}_lease_taken_at_handover",
+                    taken is not None and taken >= 0,
+                    taken,
+                )
                 stack.log(
                     NAME,
                     f"handover {i + 1} after batch {batch}: the standby committed its first "
