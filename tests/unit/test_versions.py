@@ -52,3 +52,35 @@ def test_provider_entry_point_and_info() -> None:
     info = get_provider_info()
     assert info["package-name"] == project["name"]
     assert info["versions"] == [project["version"]]
+
+
+def test_each_spark_line_names_the_connector_of_its_scala() -> None:
+    from airflow_provider_kafkaspark.versions import spark_line
+
+    three_five = spark_line("3.5.7").connector_artifacts()
+    assert three_five[0] == "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7"
+    assert "org.apache.kafka:kafka-clients:3.4.1" in three_five
+    assert "org.apache.commons:commons-pool2:2.11.1" in three_five
+    four = spark_line("4.0.0").connector_artifacts()
+    assert four[0] == "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0"
+    assert "org.apache.kafka:kafka-clients:3.9.0" in four
+
+
+def test_s3a_of_a_3_5_driver_is_hadoop_3_3_4_with_the_v1_aws_sdk() -> None:
+    from airflow_provider_kafkaspark.versions import spark_line
+
+    assert spark_line("3.5.3").s3a_artifacts() == (
+        "org.apache.hadoop:hadoop-aws:3.3.4",
+        "com.amazonaws:aws-java-sdk-bundle:1.12.262",
+        "org.apache.spark:spark-hadoop-cloud_2.12:3.5.3",
+    )
+
+
+def test_an_unsupported_spark_is_a_typed_error_naming_the_supported_ones() -> None:
+    import pytest
+
+    from airflow_provider_kafkaspark.errors import InvalidInputError
+    from airflow_provider_kafkaspark.versions import spark_line
+
+    with pytest.raises(InvalidInputError, match=r"'3\.5\.5' is not supported.*3\.5\.7.*4\.0\.0"):
+        spark_line("3.5.5")
