@@ -486,6 +486,13 @@ def stop_job(
 def savepoint_after_stop(
     checkpoint: str, savepoint_root: str, job_name: str, *, spark_version: str | None
 ) -> SavepointManifest:
+    """A savepoint of the stopped job's checkpoint. It records the Spark version of the
+    driver that wrote the checkpoint, from its stopped report; `spark_version` only when the
+    report does not say (a driver of an earlier release): the Airflow side's pyspark may be
+    another version than the cluster's."""
+    stopped = ControlFolder(checkpoint).read_stopped()
+    if stopped is not None and stopped.spark_version:
+        spark_version = stopped.spark_version
     return SavepointStore(savepoint_root).create(
         checkpoint, job_name=job_name, spark_version=spark_version
     )

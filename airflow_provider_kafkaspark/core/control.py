@@ -127,6 +127,9 @@ class StoppedReport:
     message: str = ""
     # The driver's exit code: 4 (bad job) is final, the supervisor does not restart it.
     exit_code: int | None = None
+    # The Spark that wrote the checkpoint (the driver's, not the stopper's): what a savepoint
+    # of it records. None from drivers of earlier releases.
+    spark_version: str | None = None
 
     def describe(self) -> str:
         at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.stopped_at_ms / 1000))

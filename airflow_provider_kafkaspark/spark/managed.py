@@ -280,6 +280,7 @@ class ManagedQuery:
                 owner_id=self.lease.owner_id,
                 message=message,
                 exit_code=code,
+                spark_version=self.spark.version,
             ),
         )
         self._finished = True
