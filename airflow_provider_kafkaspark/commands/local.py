@@ -10,6 +10,7 @@ from pathlib import Path
 from airflow_provider_kafkaspark.commands.flags import with_example
 from airflow_provider_kafkaspark.commands.local_airflow import add_parsers as add_airflow_parsers
 from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK, server_status
+from airflow_provider_kafkaspark.versions import SPARK_LINES
 
 DEFAULT_LOCAL_KAFKA_DIR = Path(".local") / "kafka"
 DEFAULT_LOCAL_KAFKA_PORT = 9092
@@ -95,10 +96,20 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         choices=["yarn"],
         help="also resolve an optional bundle: yarn (the local YARN cluster's daemons)",
     )
+    jars.add_argument(
+        "--spark",
+        dest="spark_versions",
+        action="append",
+        default=[],
+        choices=sorted(SPARK_LINES),
+        help="also resolve the Kafka connector and S3A jars of this Spark release (a driver "
+        "environment with its pyspark)",
+    )
     with_example(
         jars,
         "kafkaspark local jars resolve",
         "kafkaspark local jars resolve --with yarn",
+        "kafkaspark local jars resolve --spark 3.5.7",
         "kafkaspark local jars archive",
     )
     jars.set_defaults(func=local_jars)
@@ -158,7 +169,12 @@ def local_s3(args: argparse.Namespace) -> int:
 
 
 def local_jars(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.local.jars import DEFAULT_BUNDLES, resolve_jars
+    from airflow_provider_kafkaspark.local.jars import (
+        DEFAULT_BUNDLES,
+        connector_bundle,
+        resolve_jars,
+        s3a_bundle,
+    )
     from airflow_provider_kafkaspark.local.jvm_archive import KINDS, build_archive
 
     jars_dir = Path(args.dir) if args.dir else None
@@ -166,7 +182,9 @@ def local_jars(args: argparse.Namespace) -> int:
         for kind in KINDS:
             print(f"{kind}: {build_archive(kind, jars_dir)}")
         return EXIT_OK
-    for bundle, folder in resolve_jars(jars_dir, bundles=(*DEFAULT_BUNDLES, *args.extra)).items():
+    spark = [b for v in args.spark_versions for b in (connector_bundle(v), s3a_bundle(v))]
+    bundles = tuple(dict.fromkeys((*DEFAULT_BUNDLES, *args.extra, *spark)))
+    for bundle, folder in resolve_jars(jars_dir, bundles=bundles).items():
         print(f"{bundle}: {folder}")
     return EXIT_OK
 

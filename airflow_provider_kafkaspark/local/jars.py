@@ -19,8 +19,8 @@ from xml.sax.saxutils import escape
 from airflow_provider_kafkaspark.errors import JarsNotFoundError, JavaNotFoundError
 from airflow_provider_kafkaspark.versions import (
     KAFKA_BROKER_ARTIFACTS,
-    S3A_ARTIFACTS,
-    SPARK_CONNECTOR_ARTIFACTS,
+    SPARK_LINES,
+    SPARK_VERSION,
     YARN_ARTIFACTS,
 )
 
@@ -29,15 +29,27 @@ MIN_JAVA_MAJOR = 17
 SETUP_HINT = "run `make setup` (or `kafkaspark local jars resolve`)"
 _COMPLETE_MARKER = ".complete.json"
 
+
+def connector_bundle(spark_version: str) -> str:
+    """The folder of a Spark release's Kafka connector jars (`versions.SparkLine`)."""
+    return f"spark-kafka-{spark_version}"
+
+
+def s3a_bundle(spark_version: str) -> str:
+    """The folder of the S3A jars that match a Spark release's Hadoop."""
+    return f"s3a-{spark_version}"
+
+
 # One bundle per folder: name -> (artifacts, resolve transitively?)
 BUNDLES: dict[str, tuple[tuple[str, ...], bool]] = {
     "kafka": (KAFKA_BROKER_ARTIFACTS, True),
-    "spark-kafka": (SPARK_CONNECTOR_ARTIFACTS, False),
-    "s3a": (S3A_ARTIFACTS, False),
     "yarn": (YARN_ARTIFACTS, True),
+    **{connector_bundle(v): (line.connector_artifacts(), False) for v, line in SPARK_LINES.items()},
+    **{s3a_bundle(v): (line.s3a_artifacts(), False) for v, line in SPARK_LINES.items()},
 }
-# What `make setup` resolves; the others only when asked for (`--with yarn`).
-DEFAULT_BUNDLES = ("kafka", "spark-kafka", "s3a")
+# What `make setup` resolves: the broker and this environment's Spark; the others only
+# when asked for (`--with yarn`, `--with spark-kafka-3.5.7`).
+DEFAULT_BUNDLES = ("kafka", connector_bundle(SPARK_VERSION), s3a_bundle(SPARK_VERSION))
 
 
 def default_jars_dir() -> Path:
@@ -120,13 +132,17 @@ def kafka_classpath(jars_dir: Path | None = None) -> str:
     return os.pathsep.join(str(j) for j in bundle_jars("kafka", jars_dir))
 
 
-def spark_connector_jars(jars_dir: Path | None = None) -> list[Path]:
-    return bundle_jars("spark-kafka", jars_dir)
+def spark_connector_jars(
+    jars_dir: Path | None = None, spark_version: str = SPARK_VERSION
+) -> list[Path]:
+    """The Kafka connector jars of a Spark release (`versions.SparkLine.connector_artifacts`)."""
+    return bundle_jars(connector_bundle(spark_version), jars_dir)
 
 
-def s3a_jars(jars_dir: Path | None = None) -> list[Path]:
-    """The jars a driver needs for a checkpoint on S3 (see `versions.S3A_ARTIFACTS`)."""
-    return bundle_jars("s3a", jars_dir)
+def s3a_jars(jars_dir: Path | None = None, spark_version: str = SPARK_VERSION) -> list[Path]:
+    """The jars a driver of a Spark release needs for a checkpoint on S3
+    (`versions.SparkLine.s3a_artifacts`)."""
+    return bundle_jars(s3a_bundle(spark_version), jars_dir)
 
 
 def _pom(bundle: str, artifacts: tuple[str, ...], transitive: bool) -> str:

@@ -39,9 +39,18 @@ KINDS: tuple[Kind, ...] = ("spark", "kafka")
 
 
 def archive_path(kind: Kind, jars_dir: Path | None = None) -> Path:
-    """Next to the jars cache: `.cache/jvm/spark-<version>.jsa` by default."""
-    version = SPARK_VERSION if kind == "spark" else KAFKA_VERSION
+    """Next to the jars cache: `.cache/jvm/spark-<version>.jsa` by default (the version of
+    this environment's pyspark)."""
+    version = _pyspark_version() if kind == "spark" else KAFKA_VERSION
     return (jars_dir or default_jars_dir()).parent / "jvm" / f"{kind}-{version}.jsa"
+
+
+def _pyspark_version() -> str:
+    try:
+        import pyspark
+    except ImportError:
+        return SPARK_VERSION
+    return str(pyspark.__version__)
 
 
 def archive_key(kind: Kind, jars_dir: Path | None = None) -> dict[str, str]:

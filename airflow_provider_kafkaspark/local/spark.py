@@ -13,21 +13,23 @@ from airflow_provider_kafkaspark.errors import LocalStackError
 from airflow_provider_kafkaspark.local.jars import find_java, s3a_jars, spark_connector_jars
 from airflow_provider_kafkaspark.local.jvm_archive import fast_java_options
 from airflow_provider_kafkaspark.spark.session import is_local_master, session_defaults
-from airflow_provider_kafkaspark.versions import SPARK_VERSION
+from airflow_provider_kafkaspark.versions import SPARK_LINES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
 def check_pyspark_version() -> str:
-    """pyspark's version, which must equal the connector's; raises naming both if not."""
+    """pyspark's version, whose Kafka connector jars a session gets: one of the supported
+    releases (`versions.SPARK_LINES`); raises naming them if not."""
     import pyspark
 
     found = str(pyspark.__version__)
-    if found != SPARK_VERSION:
+    if found not in SPARK_LINES:
         raise LocalStackError(
-            f"pyspark {found} is installed but the Kafka connector jars are for "
-            f"{SPARK_VERSION}: run `make setup` (pyspark-client may have overwritten pyspark)"
+            f"pyspark {found} is installed, but Kafka connector jars are known for Spark "
+            f"{', '.join(sorted(SPARK_LINES))} only: run `make setup` (pyspark-client may "
+            f"have overwritten pyspark)"
         )
     return found
 
@@ -41,10 +43,17 @@ def python_env(master: str) -> dict[str, str]:
     return env
 
 
-def spark_jars_option(jars_dir: Path | None = None, *, s3a: bool = False) -> str:
-    """The comma-separated value for `spark.jars` / `spark-submit --jars`; with `s3a`, also
-    the jars of Hadoop's S3A file system (a checkpoint or output on S3)."""
-    jars = [*spark_connector_jars(jars_dir), *(s3a_jars(jars_dir) if s3a else [])]
+def spark_jars_option(
+    jars_dir: Path | None = None, *, s3a: bool = False, spark_version: str | None = None
+) -> str:
+    """The comma-separated value for `spark.jars` / `spark-submit --jars`, for the Spark
+    release given or this environment's pyspark; with `s3a`, also the jars of Hadoop's S3A
+    file system (a checkpoint or output on S3)."""
+    version = spark_version or check_pyspark_version()
+    jars = [
+        *spark_connector_jars(jars_dir, version),
+        *(s3a_jars(jars_dir, version) if s3a else []),
+    ]
     return ",".join(str(j) for j in jars)
 
 
@@ -59,10 +68,10 @@ def local_spark_session(
     """A SparkSession whose driver runs in this process, with the Kafka connector (and, with
     `s3a`, Hadoop's S3A) jars: in local mode, or in client mode against a cluster's master."""
     find_java()
-    check_pyspark_version()
+    version = check_pyspark_version()
     # A job that names its jars (`spark.jars` in its spark_conf) needs none resolved here.
     given = (conf or {}).get("spark.jars")
-    jars = given or spark_jars_option(jars_dir, s3a=s3a)
+    jars = given or spark_jars_option(jars_dir, s3a=s3a, spark_version=version)
     for key, value in python_env(master).items():
         os.environ.setdefault(key, value)
 

@@ -64,22 +64,22 @@ def test_missing_bundle_names_folder_and_fix(tmp_path: Path) -> None:
 
 
 def test_bundle_resolved_for_other_versions_is_refused(tmp_path: Path) -> None:
-    folder = tmp_path / "spark-kafka"
+    folder = tmp_path / "spark-kafka-4.0.0"
     folder.mkdir()
     (folder / "x.jar").write_bytes(b"")
     (folder / ".complete.json").write_text(json.dumps({"artifacts": ["a:b:0.1"]}))
     with pytest.raises(JarsNotFoundError, match="resolved for"):
-        bundle_jars("spark-kafka", tmp_path)
+        bundle_jars("spark-kafka-4.0.0", tmp_path)
 
 
 def test_complete_bundle_lists_its_jars(tmp_path: Path) -> None:
-    folder = tmp_path / "spark-kafka"
+    folder = tmp_path / "spark-kafka-4.0.0"
     folder.mkdir()
     for name in ("b.jar", "a.jar"):
         (folder / name).write_bytes(b"")
-    artifacts = list(jars.BUNDLES["spark-kafka"][0])
+    artifacts = list(jars.BUNDLES["spark-kafka-4.0.0"][0])
     (folder / ".complete.json").write_text(json.dumps({"artifacts": artifacts}))
-    assert [p.name for p in bundle_jars("spark-kafka", tmp_path)] == ["a.jar", "b.jar"]
+    assert [p.name for p in bundle_jars("spark-kafka-4.0.0", tmp_path)] == ["a.jar", "b.jar"]
 
 
 def test_jars_dir_env_overrides_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,3 +111,13 @@ def test_resolve_without_mvn_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with pytest.raises(JarsNotFoundError, match="`mvn` is not on PATH"):
         jars.resolve_jars(tmp_path / "cache")
     assert not (tmp_path / "cache").exists() or not os.listdir(tmp_path / "cache")
+
+
+def test_each_spark_release_has_its_own_connector_and_s3a_bundles() -> None:
+    assert jars.BUNDLES[jars.connector_bundle("3.5.7")][0][0] == (
+        "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7"
+    )
+    assert jars.BUNDLES[jars.s3a_bundle("3.5.7")][0][0] == "org.apache.hadoop:hadoop-aws:3.3.4"
+    # setup resolves this environment's Spark only; another one is asked for by name.
+    assert jars.DEFAULT_BUNDLES == ("kafka", "spark-kafka-4.0.0", "s3a-4.0.0")
+    assert "spark-kafka-3.5.7" in jars.BUNDLES and "spark-kafka-3.5.7" not in jars.DEFAULT_BUNDLES
