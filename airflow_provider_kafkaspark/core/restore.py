@@ -84,25 +84,25 @@ class ReplacedRun:
     """What the checkpoint a restore moves aside says of its query."""
 
     query_id: str
-    last_committed_batch: int | None
+    last_planned_batch: int | None
 
 
 def ran_past_savepoint(manifest: SavepointManifest, replaced: ReplacedRun | None) -> bool:
-    """Whether the checkpoint a restore replaces ran the savepoint's query past the savepoint
-    (it committed a later batch): a rollback. The restored query then plans those batch ids
-    again, with the offsets Kafka has now rather than the ones they had. A sink that
-    remembers what it wrote by (query id, batch id), as the exactly-once Kafka sink does
-    with its markers, would take them for written and skip them: their output would be
-    lost. So the restored copy gets a new query id, and everything after the savepoint is
-    written again, as a Flink job restored from an older savepoint writes it again."""
+    """Whether the checkpoint a restore replaces ran the savepoint's query past the savepoint:
+    it planned a later batch than the savepoint's last (a rollback, or a run that crashed in
+    a batch after it). The restored query plans those batch ids again, with the offsets
+    Kafka has now rather than the ones they had. A sink that remembers what it wrote by
+    (query id, batch id), as the exactly-once Kafka sink does with its markers, would take
+    what it wrote of them for written and skip it: that output would be lost. So the
+    restored copy gets a new query id, and everything after the savepoint is written again,
+    as a Flink job restored from an older savepoint writes it again. A planned batch is
+    enough: its tasks may have committed before the run stopped."""
     if replaced is None or replaced.query_id != manifest.query_id:
         return False
-    if replaced.last_committed_batch is None:
+    if replaced.last_planned_batch is None:
         return False
-    return (
-        manifest.last_committed_batch is None
-        or replaced.last_committed_batch > manifest.last_committed_batch
-    )
+    saved = manifest.last_planned_batch
+    return saved is None or replaced.last_planned_batch > saved
 
 
 def _replaced_run(target: Location) -> ReplacedRun | None:
@@ -111,7 +111,7 @@ def _replaced_run(target: Location) -> ReplacedRun | None:
 
     reader = CheckpointReader(target)
     try:
-        return ReplacedRun(reader.query_id(), reader.position().latest_committed)
+        return ReplacedRun(reader.query_id(), reader.position().latest_planned)
     except KafkaSparkError:
         return None  # not a Spark checkpoint (or not readable): nothing of it is reused
 
@@ -246,9 +246,9 @@ def _restore_checkpoint(
             "batches after the savepoint again instead of taking them for written",
             backup.url if backup else target.url,
             manifest.query_id,
-            replaced.last_committed_batch,
+            replaced.last_planned_batch,
             sid,
-            manifest.last_committed_batch,
+            manifest.last_planned_batch,
             new_query_id,
         )
     provenance = {

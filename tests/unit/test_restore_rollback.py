@@ -31,11 +31,18 @@ def test_a_rollback_over_a_run_past_the_savepoint_renews_the_query_id() -> None:
     assert ran_past_savepoint(savepoint(16), ReplacedRun(QUERY, 18))
 
 
+def test_a_run_that_only_planned_a_batch_past_the_savepoint_renews_it_too() -> None:
+    # It crashed in batch 17: some of 17's tasks may have committed their markers.
+    assert ran_past_savepoint(savepoint(16), ReplacedRun(QUERY, 17))
+    # A boundary stop's savepoint planned 17 itself; a run that committed it and planned 18.
+    assert ran_past_savepoint(savepoint(16, pending=17), ReplacedRun(QUERY, 18))
+
+
 def test_a_restore_over_the_savepoints_own_state_keeps_the_query_id() -> None:
     assert not ran_past_savepoint(savepoint(16), ReplacedRun(QUERY, 16))
     # A stop at the batch boundary left batch 17 planned: its re-run needs the same query,
     # so that the sink skips the slots the cut attempt already wrote.
-    assert not ran_past_savepoint(savepoint(16, pending=17), ReplacedRun(QUERY, 16))
+    assert not ran_past_savepoint(savepoint(16, pending=17), ReplacedRun(QUERY, 17))
 
 
 def test_nothing_to_renew_over_an_empty_target_another_query_or_no_commit() -> None:
