@@ -165,7 +165,14 @@ def restore_for_submit(
     if chosen is not RestoreMode.CHECKPOINT and target.has_files():
         summary["backup"] = move_aside(target).url
     result = restore(
-        store, ref, target, chosen, job_name=spec.job_name, move_target_aside=True, force=force
+        store,
+        ref,
+        target,
+        chosen,
+        job_name=spec.job_name,
+        move_target_aside=True,
+        force=force,
+        spark_version=spec.spark_version,
     )
     if result.backup:
         summary["backup"] = result.backup
@@ -538,11 +545,10 @@ def run_backfill(
     """Run `spark/backfill.py` over the offsets of [start_ms, end_ms); blocks until done."""
     import json
     import subprocess
-    import sys
     import tempfile
 
     from airflow_provider_kafkaspark.local.jobs import driver_environment, write_spec_file
-    from airflow_provider_kafkaspark.local.spark import python_env
+    from airflow_provider_kafkaspark.local.spark import driver_python, python_env
 
     if not spec.source.subscribe:
         raise BackfillError("backfill needs a job whose source names its topics (subscribe)")
@@ -550,9 +556,10 @@ def run_backfill(
     output = f"{output_root.rstrip('/')}/interval={start_ms}-{end_ms}"
     with tempfile.TemporaryDirectory(prefix="kafkaspark-backfill-") as tmp:
         spec_file = write_spec_file(spec, tmp)
+        python = driver_python(spec.spark_conf)
         proc = subprocess.run(
             [
-                sys.executable,
+                python,
                 "-m",
                 "airflow_provider_kafkaspark.spark.backfill",
                 "--spec",
@@ -570,7 +577,7 @@ def run_backfill(
             text=True,
             timeout=timeout_s,
             check=False,
-            env={**driver_environment(), **python_env(master)},
+            env={**driver_environment(), **python_env(master, python)},
         )
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])

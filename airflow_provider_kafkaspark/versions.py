@@ -32,6 +32,9 @@ class SparkLine:
     commons_pool2_version: str
     hadoop_version: str
     aws_sdk_artifact: str
+    # Pins a driver environment of this release needs beside `pyspark[sql]==<release>`:
+    # pyspark 3.5 takes numpy<2, which pyarrow>=19 and pandas>=3 do not build against.
+    driver_pins: tuple[str, ...] = ()
 
     def connector_artifacts(self) -> tuple[str, ...]:
         """The Spark Kafka connector and what it needs that pyspark does not already ship.
@@ -57,6 +60,8 @@ class SparkLine:
         )
 
 
+_SPARK_35_PINS = ("numpy<2", "pyarrow<19", "pandas<3")
+
 # The releases whose whole connector Maven Central serves here (3.5.5 and 3.5.6 lack it).
 SPARK_LINES: dict[str, SparkLine] = {
     line.spark_version: line
@@ -71,6 +76,7 @@ SPARK_LINES: dict[str, SparkLine] = {
             "2.11.1",
             "3.3.4",
             "com.amazonaws:aws-java-sdk-bundle:1.12.262",
+            _SPARK_35_PINS,
         ),
         SparkLine(
             "3.5.3",
@@ -79,6 +85,7 @@ SPARK_LINES: dict[str, SparkLine] = {
             "2.11.1",
             "3.3.4",
             "com.amazonaws:aws-java-sdk-bundle:1.12.262",
+            _SPARK_35_PINS,
         ),
     )
 }

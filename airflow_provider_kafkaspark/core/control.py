@@ -39,6 +39,7 @@ SUBMITTED_FILE = "submitted.json"
 HANDOVER_FILE = "handover.json"
 STANDBY_READY_FILE = "standby-ready.json"
 SUPERVISOR_FILE = "supervisor.json"
+WRITTEN_BY_FILE = "written-by.json"
 DEFAULT_LEASE_TTL_MS = 30_000
 
 T = TypeVar("T")
@@ -231,6 +232,16 @@ def lease_step(
     return "refuse"
 
 
+@dataclass(frozen=True)
+class WrittenBy:
+    """The newest Spark that wrote a checkpoint: recorded by each driver as it starts and by a
+    restore from the savepoint's manifest, so that an earlier Spark is refused
+    (`core/spark_compat.py`)."""
+
+    spark_version: str
+    recorded_at_ms: int
+
+
 class ControlFolder:
     """Readers and writers of the control files of one checkpoint location."""
 
@@ -398,6 +409,12 @@ class ControlFolder:
 
     def read_supervisor(self) -> SupervisorState | None:
         return self._read(SUPERVISOR_FILE, SupervisorState)
+
+    def write_written_by(self, written_by: WrittenBy) -> None:
+        self._write(WRITTEN_BY_FILE, written_by)
+
+    def read_written_by(self) -> WrittenBy | None:
+        return self._read(WRITTEN_BY_FILE, WrittenBy)
 
     # -- progress ----------------------------------------------------------------------
 

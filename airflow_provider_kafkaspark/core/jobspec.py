@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from airflow_provider_kafkaspark.core.offsets import parse_kafka_offsets
 from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.versions import spark_line
 
 T = TypeVar("T")
 
@@ -210,6 +211,10 @@ class JobSpec:
     python_path: tuple[str, ...] = ()
     trigger_interval: str = "5 seconds"  # or "availableNow"
     spark_conf: dict[str, str] = field(default_factory=dict)
+    # The Spark release the driver runs (versions.SPARK_LINES), checked by the driver against
+    # its pyspark and by a restore against the savepoint's; None: whatever the driver has. A
+    # driver this host starts runs spark_conf's `spark.pyspark.driver.python` when set.
+    spark_version: str | None = None
     kafka_config: dict[str, str] = field(default_factory=dict)  # client security settings
     lag_group: str | None = None  # default kafkaspark.<job_name>; "" disables lag commits
     lease_ttl_s: float = 30.0
@@ -249,6 +254,13 @@ class JobSpec:
             or not 1 <= self.progress_batches <= 1000
         ):
             raise _fail("progress_batches", "must be between 1 and 1000")
+        if self.spark_version is not None:
+            if not isinstance(self.spark_version, str):
+                raise _fail("spark_version", f"expected a string, got {_kind(self.spark_version)}")
+            try:
+                spark_line(self.spark_version)
+            except InvalidInputError as exc:
+                raise _fail("spark_version", str(exc)) from None
         if self.standby_token is not None and not valid_job_name(self.standby_token):
             raise _fail("standby_token", "letters, digits, '.', '_' and '-' only")
         if _positive_finite("standby_timeout_s", self.standby_timeout_s) <= 0:

@@ -24,7 +24,7 @@ from airflow_provider_kafkaspark.core.checkpoint import (
     METADATA_FILE,
     CheckpointReader,
 )
-from airflow_provider_kafkaspark.core.control import ControlFolder, now_ms
+from airflow_provider_kafkaspark.core.control import ControlFolder, WrittenBy, now_ms
 from airflow_provider_kafkaspark.core.offsets import format_kafka_offsets, parse_kafka_offsets
 from airflow_provider_kafkaspark.core.savepoint import (
     SavepointFile,
@@ -32,6 +32,7 @@ from airflow_provider_kafkaspark.core.savepoint import (
     SavepointStore,
     copy_file,
 )
+from airflow_provider_kafkaspark.core.spark_compat import continue_refusal
 from airflow_provider_kafkaspark.core.storage import Location, open_location
 from airflow_provider_kafkaspark.errors import LeaseHeldError, SavepointError, StorageError
 
@@ -166,8 +167,11 @@ def restore(
     job_name: str | None = None,
     move_target_aside: bool = False,
     force: bool = False,
+    spark_version: str | None = None,
 ) -> RestoreResult:
-    """Restore `savepoint_ref` (an id or `latest`) for a query that will use `target`."""
+    """Restore `savepoint_ref` (an id or `latest`) for a query that will use `target`, run by
+    a driver of `spark_version` when known (a checkpoint-mode restore onto an earlier Spark
+    than the savepoint's is refused before anything moves)."""
     chosen = RestoreMode.parse(mode)
     location = open_location(target) if isinstance(target, str) else target
     if chosen is RestoreMode.LATEST:
@@ -179,6 +183,9 @@ def restore(
         return RestoreResult(
             chosen, manifest.savepoint_id, location.url, starting_offsets(manifest, force=force)
         )
+    refusal = continue_refusal(manifest.spark_version, spark_version)
+    if refusal is not None:
+        raise SavepointError(f"savepoint {manifest.savepoint_id}: {refusal}")
     return _restore_checkpoint(store, manifest, location, move_target_aside)
 
 
@@ -261,6 +268,8 @@ def _restore_checkpoint(
         "new_query_id": new_query_id,
     }
     target.write_atomic(json.dumps(provenance, sort_keys=True), CONTROL_DIR, RESTORED_FROM_FILE)
+    if manifest.spark_version:
+        ControlFolder(target).write_written_by(WrittenBy(manifest.spark_version, now_ms()))
     log.info("restored savepoint %s into %s (%d files)", sid, target.url, len(manifest.files))
     return RestoreResult(
         RestoreMode.CHECKPOINT,

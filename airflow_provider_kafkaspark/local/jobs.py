@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.private_file import write_private
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.local.process import pid_alive
-from airflow_provider_kafkaspark.local.spark import python_env
+from airflow_provider_kafkaspark.local.spark import driver_python, python_env
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,8 @@ def start_local_job(
     log_file = spec_file.with_name(spec_file.name.replace(".spec.json", ".log"))
     work_dir = spec_file.with_name(spec_file.name.replace(".spec.json", ".work"))
     work_dir.mkdir(exist_ok=True)
-    child_env = {**driver_environment(), **python_env(master), **(env or {})}
+    python = driver_python(spec.spark_conf)
+    child_env = {**driver_environment(), **python_env(master, python), **(env or {})}
     python_path = driver_python_path(
         spec, _absolute_entries(child_env.get("PYTHONPATH"), caller_dir)
     )
@@ -118,10 +118,11 @@ def start_local_job(
         # The driver, its JVM and the Python workers it forks all inherit it.
         child_env["PYTHONPATH"] = python_path
     with open(log_file, "ab") as log:
-        command = [sys.executable, "-m", "airflow_provider_kafkaspark.spark.runner"]
+        command = [python, "-m", "airflow_provider_kafkaspark.spark.runner"]
         if restart_policy is not None:
+            # The supervisor runs the runner with its own interpreter: the driver's.
             command = [
-                sys.executable,
+                python,
                 "-m",
                 "airflow_provider_kafkaspark.local.supervisor",
                 "--policy",

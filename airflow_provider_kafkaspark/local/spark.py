@@ -34,10 +34,25 @@ def check_pyspark_version() -> str:
     return found
 
 
-def python_env(master: str) -> dict[str, str]:
-    """The variables that make Spark run this interpreter, and, for a `local[...]` master
-    only, bind to loopback."""
-    env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+# Spark's own settings for the interpreters of a job's driver and of its Python workers.
+DRIVER_PYTHON_CONF = "spark.pyspark.driver.python"
+WORKER_PYTHON_CONF = "spark.pyspark.python"
+
+
+def driver_python(spark_conf: Mapping[str, str]) -> str:
+    """The interpreter a driver this host starts runs: the job's `spark.pyspark.driver.python`
+    (else `spark.pyspark.python`), as spark-submit would take it, else this one. How a job
+    runs on another Spark release than the Airflow environment's (a driver environment of
+    its own, `scripts/driver_env.sh`)."""
+    chosen = spark_conf.get(DRIVER_PYTHON_CONF) or spark_conf.get(WORKER_PYTHON_CONF)
+    return chosen or sys.executable
+
+
+def python_env(master: str, python: str | None = None) -> dict[str, str]:
+    """The variables that make Spark run `python` (default: this interpreter) for the driver
+    and its workers, and, for a `local[...]` master only, bind to loopback."""
+    chosen = python or sys.executable
+    env = {"PYSPARK_PYTHON": chosen, "PYSPARK_DRIVER_PYTHON": chosen}
     if is_local_master(master):
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
     return env

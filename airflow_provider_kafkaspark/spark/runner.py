@@ -244,6 +244,34 @@ def _standby(spark: SparkSession, spec: JobSpec) -> bool:
     return False
 
 
+def check_spark_release(spec: JobSpec) -> str:
+    """This driver's Spark, once it is the one the job names and may continue the checkpoint
+    (`core/spark_compat.py`); recorded as the checkpoint's newest writer. Raises
+    InvalidInputError (a bad spec: never restarted) otherwise."""
+    import pyspark
+
+    from airflow_provider_kafkaspark.core.control import ControlFolder, WrittenBy, now_ms
+    from airflow_provider_kafkaspark.core.spark_compat import continue_refusal, newest
+
+    own = str(pyspark.__version__)
+    if spec.spark_version is not None and spec.spark_version != own:
+        raise InvalidInputError(
+            f"job spec field 'spark_version': the job names Spark {spec.spark_version}, but "
+            f"this driver ({sys.executable}) has pyspark {own}: set spark_conf "
+            f"'spark.pyspark.driver.python' to an interpreter with pyspark {spec.spark_version}"
+        )
+    control = ControlFolder(spec.checkpoint_location)
+    recorded = control.read_written_by()
+    written_by = recorded.spark_version if recorded else None
+    refusal = continue_refusal(written_by, own)
+    if refusal is not None:
+        raise InvalidInputError(f"{spec.checkpoint_location}: {refusal}")
+    newest_writer = newest([written_by, own]) or own
+    if newest_writer != written_by:
+        control.write_written_by(WrittenBy(newest_writer, now_ms()))
+    return own
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--spec", required=True, help="job spec JSON file")
@@ -258,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         spec = JobSpec.load(args.spec)
+        log.info("job %s: Spark %s", spec.job_name, check_spark_release(spec))
     except InvalidInputError as exc:
         log.error("%s", exc)
         return EXIT_BAD_SPEC
