@@ -2,10 +2,23 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-cluster demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
+.PHONY: setup setup-matrix test-matrix setup-cluster demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
 
 setup:
 	bash scripts/setup.sh
+
+# The Spark matrix: the Airflow environment (.venv) drives Spark 4.0.0; each release below gets
+# a driver environment of its own (.venv-spark-<version>, scripts/driver_env.sh), from which
+# the tests that drive Spark run again (the ones that need Airflow, marked `airflow`, run once).
+MATRIX_SPARK := 3.5.7
+MATRIX_TESTS := tests/integration/test_checkpoint_savepoint.py \
+	tests/integration/test_exactly_once.py tests/integration/test_kafka_sink.py \
+	tests/integration/test_sink_slots.py tests/integration/test_runtime.py \
+	tests/integration/test_stop_lifecycle.py tests/integration/test_rollback.py \
+	tests/integration/test_stop_restore_storage.py tests/integration/test_backfill_run.py
+
+setup-matrix: setup
+	for v in $(MATRIX_SPARK); do bash scripts/driver_env.sh $$v || exit 1; done
 
 # KAFKASPARK_FAST_JVM: local drivers and brokers start from class archives (see docs/testing.md).
 demo: setup
@@ -16,14 +29,20 @@ demo-s3: setup
 	KAFKASPARK_FAST_JVM=1 $(PY) -m airflow_provider_kafkaspark.devtools.demo --storage s3
 
 # Lint and the pure unit tests first: they fail in a minute where the rest takes twenty.
-test: setup lint
+test: setup setup-matrix lint
 	$(PY) -m pytest tests/unit -ra -q --durations=5
 	$(PY) -m pytest tests/integration tests/e2e tests/reliability -ra --durations=25
+	$(MAKE) --no-print-directory test-matrix
+
+test-matrix: setup-matrix
+	for v in $(MATRIX_SPARK); do echo "== Spark $$v leg"; \
+	  .venv-spark-$$v/bin/python -m pytest $(MATRIX_TESTS) -m "not airflow" -ra --durations=10 \
+	  || exit 1; done
 
 unit: setup
 	$(PY) -m pytest tests/unit -ra
 
-integration: setup
+integration: setup setup-matrix
 	$(PY) -m pytest tests/integration -ra
 
 e2e: setup

@@ -31,11 +31,23 @@ def _coerce(value: str) -> object:
     return value
 
 
+def _pyspark_version() -> str | None:
+    """The Spark a benchmark that drives Spark ran on (its interpreter's pyspark)."""
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    return str(pyspark.__version__)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", help="benchmark module in benchmarks/")
     parser.add_argument("--param", action="append", default=[], help="key=value for run()")
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where the JSON goes")
+    parser.add_argument(
+        "--suffix", default="", help="added to the file name, e.g. spark-3.5.7 for another leg"
+    )
     args = parser.parse_args(argv)
     params = dict(p.split("=", 1) for p in args.param)
 
@@ -50,12 +62,13 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
+            "pyspark": _pyspark_version(),
         },
         "params": params,
         "figures": figures,
     }
     args.results_dir.mkdir(parents=True, exist_ok=True)
-    out = args.results_dir / f"{args.name}.json"
+    out = args.results_dir / f"{args.name}{'_' + args.suffix if args.suffix else ''}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
     print(f"written to {out}")

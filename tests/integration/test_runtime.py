@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 import airflow_provider_kafkaspark
@@ -214,6 +215,7 @@ def test_spark_submit_runs_the_runner_file(
     assert sum(stopped.offsets[topic].values()) == 200
 
 
+@pytest.mark.airflow
 def test_deferrable_stop_operator_on_a_real_driver(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:

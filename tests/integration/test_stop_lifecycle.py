@@ -137,6 +137,7 @@ def advanced(checkpoint: str, before: int) -> bool:
     return committed_batches(checkpoint) > before
 
 
+@pytest.mark.airflow
 @pytest.mark.parametrize("fault", ["import_error", "missing_sink_topic"])
 def test_a_bad_job_ends_for_good_and_says_why(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path, fault: str
