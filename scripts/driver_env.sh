@@ -38,8 +38,12 @@ PY
 )
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q "pyspark[sql]==$version" "${wanted[@]}"
-  # The package without its dependencies: a driver does not import Airflow.
-  "$VENV/bin/python" -m pip install -q --no-deps -e .
+  # The package without its dependencies: a driver does not import Airflow. (setuptools
+  # warns at length about editable installs: shown only if the install fails.)
+  "$VENV/bin/python" -m pip install -q --no-deps -e . > "$VENV/editable-install.log" 2>&1 || {
+    cat "$VENV/editable-install.log" >&2
+    exit 1
+  }
   echo "$want" > "$STAMP"
 fi
 

@@ -211,8 +211,14 @@ def run(spec: JobSpec, master: str | None = None) -> int:
         return start_query(spark, spec, managed.record_bad_job)
 
     try:
-        if spec.standby_token is not None and not _standby(spark, spec):
-            return EXIT_STANDBY_EXPIRED
+        if spec.standby_token is not None:
+            if not _standby(spark, spec):
+                return EXIT_STANDBY_EXPIRED
+            try:
+                check_checkpoint_release(spec.checkpoint_location, spark.version)
+            except InvalidInputError as exc:
+                log.error("%s", exc)
+                return EXIT_BAD_SPEC
         return managed.run(start)
     finally:
         spark.stop()
@@ -246,12 +252,9 @@ def _standby(spark: SparkSession, spec: JobSpec) -> bool:
 
 def check_spark_release(spec: JobSpec) -> str:
     """This driver's Spark, once it is the one the job names and may continue the checkpoint
-    (`core/spark_compat.py`); recorded as the checkpoint's newest writer. Raises
-    InvalidInputError (a bad spec: never restarted) otherwise."""
+    (`check_checkpoint_release`). Raises InvalidInputError (a bad spec: never restarted)
+    otherwise."""
     import pyspark
-
-    from airflow_provider_kafkaspark.core.control import ControlFolder, WrittenBy, now_ms
-    from airflow_provider_kafkaspark.core.spark_compat import continue_refusal, newest
 
     own = str(pyspark.__version__)
     if spec.spark_version is not None and spec.spark_version != own:
@@ -260,16 +263,27 @@ def check_spark_release(spec: JobSpec) -> str:
             f"this driver ({sys.executable}) has pyspark {own}: set spark_conf "
             f"'spark.pyspark.driver.python' to an interpreter with pyspark {spec.spark_version}"
         )
-    control = ControlFolder(spec.checkpoint_location)
+    check_checkpoint_release(spec.checkpoint_location, own)
+    return own
+
+
+def check_checkpoint_release(checkpoint: str, own: str) -> None:
+    """Refuse a checkpoint a later Spark line wrote (`core/spark_compat.py`), else record this
+    driver's Spark as its newest writer when it is newer. A standby checks again once handed
+    the checkpoint: the restore that hands it over may have brought a savepoint of a later
+    Spark."""
+    from airflow_provider_kafkaspark.core.control import ControlFolder, WrittenBy, now_ms
+    from airflow_provider_kafkaspark.core.spark_compat import continue_refusal, newest
+
+    control = ControlFolder(checkpoint)
     recorded = control.read_written_by()
     written_by = recorded.spark_version if recorded else None
     refusal = continue_refusal(written_by, own)
     if refusal is not None:
-        raise InvalidInputError(f"{spec.checkpoint_location}: {refusal}")
+        raise InvalidInputError(f"{checkpoint}: {refusal}")
     newest_writer = newest([written_by, own]) or own
     if newest_writer != written_by:
         control.write_written_by(WrittenBy(newest_writer, now_ms()))
-    return own
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,13 +5,11 @@ of the Spark matrix: the same file runs in each driver environment's leg."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.devtools.demo import backfill_counts
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
 from airflow_provider_kafkaspark.examples.ip_count import WINDOW_MS, job_spec_dict
 from airflow_provider_kafkaspark.lifecycle import run_backfill
@@ -19,14 +17,6 @@ from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
 
 EVENTS = 3_000
-
-
-def parquet_counts(folder: str) -> Counter[tuple[int, str]]:
-    counts: Counter[tuple[int, str]] = Counter()
-    for row in pq.read_table(folder).to_pylist():
-        value = json.loads(row["value"])
-        counts[(int(value["window_start_ms"]), str(value["ip"]))] += int(value["count"])
-    return counts
 
 
 def test_backfill_of_an_interval_counts_its_windows_and_a_rerun_replaces_them(
@@ -71,8 +61,8 @@ def test_backfill_of_an_interval_counts_its_windows_and_a_rerun_replaces_them(
 
     first = backfill()
     assert first["records"] == sum(expected.values())
-    assert parquet_counts(str(first["output"])) == expected
+    assert backfill_counts(Path(str(first["output"]))) == expected
     again = backfill()
     assert again["output"] == first["output"]
-    assert parquet_counts(str(again["output"])) == expected
+    assert backfill_counts(Path(str(again["output"]))) == expected
     assert [p.name for p in Path(output_root).iterdir()] == [f"interval={start}-{end}"]

@@ -4,6 +4,7 @@ Spark (pure rules and spec fields)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,21 @@ def test_the_driver_interpreter_comes_from_sparks_own_settings() -> None:
     assert driver_python(both) == "/d/python"
     env = python_env("local[2]", "/d/python")
     assert env["PYSPARK_PYTHON"] == env["PYSPARK_DRIVER_PYTHON"] == "/d/python"
+
+
+def test_a_driver_records_a_newer_spark_and_refuses_an_older_one(tmp_path: Path) -> None:
+    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.errors import InvalidInputError
+    from airflow_provider_kafkaspark.spark.runner import check_checkpoint_release
+
+    checkpoint = str(tmp_path / "ckpt")
+    control = ControlFolder(checkpoint)
+    check_checkpoint_release(checkpoint, "3.5.7")  # a new checkpoint: recorded
+    assert (recorded := control.read_written_by()) and recorded.spark_version == "3.5.7"
+    check_checkpoint_release(checkpoint, "3.5.3")  # same line, older patch: not recorded
+    assert (recorded := control.read_written_by()) and recorded.spark_version == "3.5.7"
+    check_checkpoint_release(checkpoint, "4.0.0")  # the upgrade
+    assert (recorded := control.read_written_by()) and recorded.spark_version == "4.0.0"
+    with pytest.raises(InvalidInputError, match=r"ckpt: the checkpoint was written by Spark 4\.0"):
+        check_checkpoint_release(checkpoint, "3.5.7")
+    assert (recorded := control.read_written_by()) and recorded.spark_version == "4.0.0"
