@@ -14,7 +14,7 @@ to.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
@@ -61,7 +61,17 @@ class SparkLine:
         )
 
 
-_SPARK_35_PINS = ("numpy<2", "pyarrow<26", "pandas<3")
+# Spark 3.5.7's line; 3.5.3 differs in its own version only (the same Scala, Hadoop and
+# connector dependencies).
+_SPARK_357 = SparkLine(
+    "3.5.7",
+    "2.12",
+    "3.4.1",
+    "2.11.1",
+    "3.3.4",
+    "com.amazonaws:aws-java-sdk-bundle:1.12.262",
+    ("numpy<2", "pyarrow<26", "pandas<3"),
+)
 
 # The releases whose whole connector Maven Central serves here (3.5.5 and 3.5.6 lack it).
 SPARK_LINES: dict[str, SparkLine] = {
@@ -70,24 +80,8 @@ SPARK_LINES: dict[str, SparkLine] = {
         SparkLine(
             "4.0.0", "2.13", "3.9.0", "2.12.0", "3.4.1", "software.amazon.awssdk:bundle:2.24.6"
         ),
-        SparkLine(
-            "3.5.7",
-            "2.12",
-            "3.4.1",
-            "2.11.1",
-            "3.3.4",
-            "com.amazonaws:aws-java-sdk-bundle:1.12.262",
-            _SPARK_35_PINS,
-        ),
-        SparkLine(
-            "3.5.3",
-            "2.12",
-            "3.4.1",
-            "2.11.1",
-            "3.3.4",
-            "com.amazonaws:aws-java-sdk-bundle:1.12.262",
-            _SPARK_35_PINS,
-        ),
+        _SPARK_357,
+        replace(_SPARK_357, spark_version="3.5.3"),
     )
 }
 
@@ -111,7 +105,6 @@ KAFKA_VERSION = "4.1.1"
 # The Hadoop that pyspark's jars/ ships (hadoop-client-api-<version>.jar): hadoop-aws must
 # match it exactly, and names the AWS SDK bundle it was built against.
 HADOOP_VERSION = DEFAULT_LINE.hadoop_version
-SPARK_CONNECTOR_ARTIFACTS: tuple[str, ...] = DEFAULT_LINE.connector_artifacts()
 
 # The broker (resolved with its runtime dependencies) plus the command-line tools
 # (kafka-consumer-groups and friends) and a log4j binding for slf4j.
@@ -120,8 +113,6 @@ KAFKA_BROKER_ARTIFACTS: tuple[str, ...] = (
     f"org.apache.kafka:kafka-tools:{KAFKA_VERSION}",
     "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
 )
-
-S3A_ARTIFACTS: tuple[str, ...] = DEFAULT_LINE.s3a_artifacts()
 
 # A YARN ResourceManager and NodeManager for the local cluster stack (`kafkaspark local yarn`),
 # run from jars: no Hadoop distribution is needed. Both daemons' poms mark hadoop-common (and

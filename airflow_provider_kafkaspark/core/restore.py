@@ -34,7 +34,12 @@ from airflow_provider_kafkaspark.core.savepoint import (
 )
 from airflow_provider_kafkaspark.core.spark_compat import continue_refusal
 from airflow_provider_kafkaspark.core.storage import Location, open_location
-from airflow_provider_kafkaspark.errors import LeaseHeldError, SavepointError, StorageError
+from airflow_provider_kafkaspark.errors import (
+    KafkaSparkError,
+    LeaseHeldError,
+    SavepointError,
+    StorageError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +113,6 @@ def ran_past_savepoint(manifest: SavepointManifest, replaced: ReplacedRun | None
 
 def _replaced_run(target: Location) -> ReplacedRun | None:
     """The query of a checkpoint about to be moved aside; None if it is not one."""
-    from airflow_provider_kafkaspark.errors import KafkaSparkError
-
     reader = CheckpointReader(target)
     try:
         return ReplacedRun(reader.query_id(), reader.position().latest_planned)

@@ -7,12 +7,7 @@ from pathlib import Path
 import tomllib
 
 from airflow_provider_kafkaspark import get_provider_info
-from airflow_provider_kafkaspark.versions import (
-    HADOOP_VERSION,
-    S3A_ARTIFACTS,
-    SPARK_CONNECTOR_ARTIFACTS,
-    SPARK_VERSION,
-)
+from airflow_provider_kafkaspark.versions import DEFAULT_LINE, HADOOP_VERSION, SPARK_VERSION
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -22,7 +17,8 @@ def test_pyspark_pins_match_the_connector_version() -> None:
     assert f"pyspark=={SPARK_VERSION}" in deps
     assert f"pyspark-client=={SPARK_VERSION}" in deps
     assert any(
-        a.endswith(f"spark-sql-kafka-0-10_2.13:{SPARK_VERSION}") for a in SPARK_CONNECTOR_ARTIFACTS
+        a.endswith(f"spark-sql-kafka-0-10_2.13:{SPARK_VERSION}")
+        for a in DEFAULT_LINE.connector_artifacts()
     )
 
 
@@ -41,8 +37,9 @@ def test_hadoop_aws_matches_the_hadoop_that_pyspark_ships() -> None:
     jars = Path(pyspark.__file__).parent / "jars"
     shipped = sorted(p.name for p in jars.glob("hadoop-client-api-*.jar"))
     assert shipped == [f"hadoop-client-api-{HADOOP_VERSION}.jar"]
-    assert f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}" in S3A_ARTIFACTS
-    assert any(a.endswith(f"spark-hadoop-cloud_2.13:{SPARK_VERSION}") for a in S3A_ARTIFACTS)
+    s3a_artifacts = DEFAULT_LINE.s3a_artifacts()
+    assert f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}" in s3a_artifacts
+    assert any(a.endswith(f"spark-hadoop-cloud_2.13:{SPARK_VERSION}") for a in s3a_artifacts)
 
 
 def test_provider_entry_point_and_info() -> None:
