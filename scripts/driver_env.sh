@@ -47,13 +47,7 @@ PY
   echo "$want" > "$STAMP"
 fi
 
-"$VENV/bin/python" - "$version" <<'PY'
-import pathlib, sys, pyspark
-jars = pathlib.Path(pyspark.__file__).parent / "jars"
-assert pyspark.__version__ == sys.argv[1], f"pyspark {pyspark.__version__} != {sys.argv[1]}"
-assert any(jars.glob("spark-core_*.jar")), f"pyspark's jars are missing from {jars}"
-print(f"driver env: pyspark {pyspark.__version__} with its jars in {sys.prefix}")
-PY
+"$VENV/bin/python" scripts/check_pyspark.py "$version" | sed 's/^/driver env: /'
 
 .venv/bin/kafkaspark local jars resolve --spark "$version" | sed 's/^/driver env: jars /'
 # The class archive of this release's driver JVM (keyed by the pyspark that builds it).

@@ -33,14 +33,7 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$STAMP"
 fi
 
-"$VENV/bin/python" - <<'PY'
-import pathlib, pyspark
-from airflow_provider_kafkaspark.versions import SPARK_VERSION
-jars = pathlib.Path(pyspark.__file__).parent / "jars"
-assert pyspark.__version__ == SPARK_VERSION, f"pyspark {pyspark.__version__} != {SPARK_VERSION}"
-assert any(jars.glob("spark-core_*.jar")), f"pyspark's jars are missing from {jars}"
-print(f"setup: pyspark {pyspark.__version__} with its jars")
-PY
+"$VENV/bin/python" scripts/check_pyspark.py | sed 's/^/setup: /'
 
 "$VENV/bin/kafkaspark" local jars resolve | sed 's/^/setup: jars /'
 "$VENV/bin/weed" version 2>/dev/null | sed 's/^/setup: seaweedfs (local S3 server) /'
