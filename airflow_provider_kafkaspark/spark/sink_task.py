@@ -29,6 +29,7 @@ from airflow_provider_kafkaspark.spark.sink_config import (
 )
 from airflow_provider_kafkaspark.spark.sink_producer import TaskProducer, TaskProducerError
 from airflow_provider_kafkaspark.spark.sink_rows import arrow_rows, plain_rows
+from airflow_provider_kafkaspark.spark.worker_imports import make_zip_invalidation_lazy
 
 if TYPE_CHECKING:
     pass
@@ -106,6 +107,7 @@ def write_task(
     produced anything is replaced by a new one within the task, which starts the protocol
     over.
     """
+    make_zip_invalidation_lazy()
     yield _write_task(config, batch_id, task, plain_rows(rows, config.columns))
 
 
@@ -120,6 +122,7 @@ def write_arrow_task(
     import pyarrow as pa
     from pyspark import TaskContext
 
+    make_zip_invalidation_lazy()
     context = TaskContext.get()
     if context is None:
         raise RuntimeError("write_arrow_task runs only inside a Spark task")
