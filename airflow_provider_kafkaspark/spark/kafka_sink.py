@@ -43,6 +43,7 @@ from airflow_provider_kafkaspark.spark.fault_points import (
 )
 from airflow_provider_kafkaspark.spark.sink_clients import close_cached_clients
 from airflow_provider_kafkaspark.spark.sink_config import (
+    SLOT_INDEX_COLUMN,
     SinkTaskConfig,
     marker_group,
     transactional_id,
@@ -64,6 +65,7 @@ from airflow_provider_kafkaspark.spark.sink_task import (
     TaskResult,
     write_arrow_task,
     write_indexed_task,
+    write_shared_arrow_task,
     write_task,
 )
 
@@ -147,6 +149,7 @@ class ExactlyOnceKafkaSink:
         keep_reports: int = 100,
         reuse_clients: bool = True,
         arrow: bool | None = None,
+        max_tasks: int | None = None,
     ) -> None:
         """`consumer_config`: settings of the consumer that reads and commits the markers;
         by default the connection and security settings of `producer_config`.
@@ -159,7 +162,13 @@ class ExactlyOnceKafkaSink:
         costs far less than Spark's pickled Row objects; it needs pyarrow on the driver and
         the executors (pyspark's SQL extras; this package's pyspark-client brings it). False
         uses `rdd.mapPartitionsWithIndex`. Both give every row the same task index. By
-        default: Arrow if pyarrow is importable here."""
+        default: Arrow if pyarrow is importable here.
+
+        `max_tasks`: with Arrow, at most this many Spark tasks write a batch that has more
+        slots (a coalesce: each task writes its slots one after the other, one transaction
+        each, and a Python task's fixed cost is paid once per Spark task, not per slot). By
+        default the application's default parallelism, its cores; 0 gives every slot a task
+        of its own."""
         self.topic = check_name("topic", topic)
         self.sink_id = check_name("sink_id", sink_id)
         self.query_id = check_name("query_id", query_id)
@@ -194,6 +203,13 @@ class ExactlyOnceKafkaSink:
             )
         self.reuse_clients = bool(reuse_clients)
         self.arrow = _pyarrow_importable() if arrow is None else bool(arrow)
+        if max_tasks is not None and (
+            isinstance(max_tasks, bool) or not isinstance(max_tasks, int) or max_tasks < 0
+        ):
+            raise InvalidInputError(
+                f"max_tasks must be a non-negative integer or None, got {max_tasks!r}"
+            )
+        self.max_tasks = max_tasks
         self._reports: deque[SinkBatchReport] = deque(maxlen=max(1, keep_reports))
         self._task_results: deque[list[TaskResult]] = deque(maxlen=max(1, keep_reports))
 
@@ -262,12 +278,24 @@ class ExactlyOnceKafkaSink:
         fields = [(f.name, f.dataType.simpleString()) for f in batch.schema.fields]
         columns = sink_columns(fields)
         started = time.monotonic()
-        selected, slots = self._with_slots(batch.select(*columns), columns, batch_id)
+        selected, slots, count = self._with_slots(batch.select(*columns), columns, batch_id)
         # Armed once per batch, here, from the driver's environment (where `fault_points`
         # says to set it): task 0 then crashes halfway through its rows (`sink_task`).
         crash = DURING_SINK_WRITE if should_crash(os.environ, DURING_SINK_WRITE, batch_id) else None
         config = self.task_config(columns, slots=slots, crash=crash)
-        if self.arrow:
+        shared = self._shared_tasks(selected, count) if self.arrow else None
+        if shared is not None:
+            from pyspark.sql.functions import spark_partition_id
+
+            # The index is taken before the coalesce, in the partitions `task_slots` read.
+            tagged = selected.withColumn(SLOT_INDEX_COLUMN, spark_partition_id()).coalesce(shared)
+            write_shared = functools.partial(write_shared_arrow_task, config, batch_id)
+            results = [
+                json.loads(row[0])
+                for row in tagged.mapInArrow(write_shared, "result string").collect()
+            ]
+            results = _with_empty_slots(results, count)
+        elif self.arrow:
             # The same partitions as `selected.rdd`, so the same task index for each row.
             write_arrow = functools.partial(write_arrow_task, config, batch_id)
             results = [
@@ -297,17 +325,29 @@ class ExactlyOnceKafkaSink:
         maybe_crash(AFTER_SINK_COMMIT, batch_id)
         return report
 
+    def _shared_tasks(self, selected: DataFrame, count: int) -> int | None:
+        """How many Spark tasks write the batch's `count` slots when fewer than `count`; None
+        when every slot gets a task of its own."""
+        limit = self.max_tasks
+        if limit is None:
+            try:
+                limit = int(selected.sparkSession.sparkContext.defaultParallelism)
+            except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: no sharing
+                return None
+        return limit if 0 < limit < count else None
+
     def _with_slots(
         self, selected: DataFrame, columns: Sequence[str], batch_id: int
-    ) -> tuple[DataFrame, list[int] | None]:
-        """The rows to write and the slot of each task index (None: the index itself).
+    ) -> tuple[DataFrame, list[int] | None, int]:
+        """The rows to write, the slot of each task index (None: the index itself) and the
+        number of tasks (slots).
 
         See `sink_slots`: a task's slot, not its index, names its transactional id and
         marker, because only the slot is the same on a replay of the batch.
         """
         slots = task_slots(selected)
         if slots is not None:
-            return selected, slots
+            return selected, slots, len(slots)
         hashed = [name for name in ("key", "value", "partition") if name in columns]
         count = max(1, selected.rdd.getNumPartitions())
         log.info(
@@ -318,7 +358,19 @@ class ExactlyOnceKafkaSink:
             ", ".join(hashed),
             count,
         )
-        return selected.repartition(count, *hashed), None
+        return selected.repartition(count, *hashed), None, count
+
+
+def _with_empty_slots(results: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """The results of shared tasks, which report only the slots that had rows, with an empty
+    result for each of the other slots of `count` (a failed slot fails its task instead)."""
+    reported = {int(r["task"]) for r in results}
+    empty = [
+        asdict(TaskResult(slot, STATUS_EMPTY, 0, 0.0))
+        for slot in range(count)
+        if slot not in reported
+    ]
+    return sorted([*results, *empty], key=lambda r: int(r["task"]))
 
 
 def _pyarrow_importable() -> bool:

@@ -14,6 +14,10 @@ from typing import Any
 # partition every topic has (see "The marker topic-partition" in the docs page).
 MARKER_PARTITION = 0
 
+# Column the driver adds when several slots share a Spark task (a coalesced batch): the index of
+# the task each row came from before the coalesce, which `SinkTaskConfig.slot` maps to a slot.
+SLOT_INDEX_COLUMN = "_kafkaspark_slot_index"
+
 
 @dataclass(frozen=True)
 class SinkTaskConfig:

@@ -424,6 +424,53 @@ def test_spark_tasks_reuse_the_producers_their_workers_keep(
     ]
 
 
+def result_stage_tasks(spark: SparkSession, group: str) -> int:
+    """Tasks of the last stage Spark ran for the jobs of `group`: the stage that wrote."""
+    tracker = spark.sparkContext.statusTracker()
+    jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
+    stages = [stage for job in jobs if job is not None for stage in job.stageIds]
+    info = tracker.getStageInfo(max(stages))
+    assert info is not None
+    return int(info.numTasks)
+
+
+def test_slots_shared_by_fewer_tasks_are_the_slots_of_one_task_each(
+    kafka_cluster: LocalKafkaCluster, spark: SparkSession
+) -> None:
+    """A batch of 6 slots written by as many Spark tasks as the session has cores (2), each
+    slot in a transaction of its own, and by 6 tasks (max_tasks=0): the same slots, so either
+    way a replay of what the other wrote is skipped and every row is written once."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = unique("sink-shared")
+    create_topic(bootstrap, topic, 3)
+    sink_id = unique("sink")
+    shared = new_sink(bootstrap, topic, sink_id=sink_id)
+    own = new_sink(bootstrap, topic, sink_id=sink_id, max_tasks=0)
+    context = spark.sparkContext
+
+    context.setJobGroup("shared-0", "coalesced write")
+    first = shared.write_batch(values_frame(spark, 0, 60, 6), 0)
+    assert result_stage_tasks(spark, "shared-0") == 2
+    assert (first.tasks, first.tasks_written, first.rows_written) == (6, 6, 60)
+    assert sorted(r.task for r in shared.task_results[-1]) == list(range(6))
+    assert len({r.worker_pid for r in shared.task_results[-1]}) <= 2
+
+    context.setJobGroup("own-0", "one task per slot")
+    replay = own.write_batch(values_frame(spark, 0, 60, 6), 0)
+    assert result_stage_tasks(spark, "own-0") == 6
+    assert (replay.tasks_skipped, replay.rows_written) == (6, 0)
+
+    second = own.write_batch(values_frame(spark, 60, 60, 6), 1)
+    assert (second.tasks_written, second.rows_written) == (6, 60)
+    again = shared.write_batch(values_frame(spark, 60, 60, 6), 1)
+    assert (again.tasks_skipped, again.rows_written) == (6, 0)
+    context.setJobGroup("none", "")
+
+    assert sorted(read_values(bootstrap, topic, 3), key=int) == [str(i) for i in range(120)]
+    for slot in range(6):
+        assert marker_offset(bootstrap, shared.marker_group(slot), topic) == 2
+
+
 # -- 6. rows as Arrow batches or as pickled Rows: the same records ------------------------
 
 
