@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sink_throughput import _create, _produce
+from sink_throughput import _create, _produce, run_sink_query
 
 VARIANTS: dict[str, dict[str, Any] | None] = {
     "spark_kafka_sink": None,
@@ -41,7 +41,6 @@ def run(
 ) -> dict[str, Any]:
     from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.local.spark import local_spark_session
-    from airflow_provider_kafkaspark.spark.kafka_sink import ExactlyOnceKafkaSink
 
     names = list(VARIANTS)
     with tempfile.TemporaryDirectory(prefix="kafkaspark-bench-overhead-") as tmp:
@@ -55,36 +54,15 @@ def run(
 
                 def batch_ms(name: str, variant: str) -> list[int]:
                     _create(bootstrap, (name, partitions))
-                    writer = (
-                        spark.readStream.format("kafka")
-                        .option("kafka.bootstrap.servers", bootstrap)
-                        .option("subscribe", "in")
-                        .option("startingOffsets", "earliest")
-                        .option("maxOffsetsPerTrigger", str(per_trigger))
-                        .load()
-                        .selectExpr("key", "value")
-                        .writeStream.option("checkpointLocation", str(base / f"ckpt-{name}"))
+                    query, _ = run_sink_query(
+                        spark,
+                        bootstrap,
+                        "in",
+                        per_trigger,
+                        base / f"ckpt-{name}",
+                        name,
+                        VARIANTS[variant],
                     )
-                    settings = VARIANTS[variant]
-                    if settings is None:
-                        writer = (
-                            writer.format("kafka")
-                            .option("kafka.bootstrap.servers", bootstrap)
-                            .option("topic", name)
-                        )
-                    else:
-                        sink = ExactlyOnceKafkaSink(
-                            producer_config={"bootstrap.servers": bootstrap, "linger.ms": 5},
-                            topic=name,
-                            sink_id=f"bench-{name}",
-                            query_id="bench",
-                            **settings,
-                        )
-                        writer = writer.foreachBatch(sink)
-                    query = writer.trigger(availableNow=True).start()
-                    query.awaitTermination(1800)
-                    if query.exception() is not None:
-                        raise RuntimeError(str(query.exception()))
                     durations = [
                         int(p["durationMs"]["addBatch"])
                         for p in query.recentProgress

@@ -94,6 +94,51 @@ def _end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
         consumer.close()
 
 
+def run_sink_query(
+    spark: Any,
+    bootstrap: str,
+    source: str,
+    per_trigger: int,
+    checkpoint: Path,
+    out: str,
+    sink_settings: dict[str, Any] | None,
+) -> tuple[Any, Any]:
+    """Copy topic `source` to topic `out` (key and value) in batches of `per_trigger` records
+    until the source's end (availableNow): through Spark's own Kafka sink when
+    `sink_settings` is None, else through an `ExactlyOnceKafkaSink` with those settings.
+    Returns the finished query and the sink (None for Spark's)."""
+    from airflow_provider_kafkaspark.spark.kafka_sink import ExactlyOnceKafkaSink
+
+    writer = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(per_trigger))
+        .load()
+        .selectExpr("key", "value")
+        .writeStream.option("checkpointLocation", str(checkpoint))
+    )
+    sink = None
+    if sink_settings is None:
+        writer = writer.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+        writer = writer.option("topic", out)
+    else:
+        sink = ExactlyOnceKafkaSink(
+            producer_config={"bootstrap.servers": bootstrap, "linger.ms": 5},
+            topic=out,
+            sink_id=f"bench-{out}",
+            query_id="bench",
+            **sink_settings,
+        )
+        writer = writer.foreachBatch(sink)
+    query = writer.trigger(availableNow=True).start()
+    query.awaitTermination(3600)
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    return query, sink
+
+
 def _task_figures(batches: list[list[Any]]) -> dict[str, Any]:
     """Mean seconds per task in each phase, and how the tasks got their producers."""
     tasks = [t for batch in batches for t in batch]
@@ -127,7 +172,6 @@ def run(
     local Spark's, and the raw ceiling's processes."""
     from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.local.spark import local_spark_session
-    from airflow_provider_kafkaspark.spark.kafka_sink import ExactlyOnceKafkaSink
 
     if variants not in ("default", "all"):
         raise ValueError(f"variants must be 'default' or 'all', got {variants!r}")
@@ -146,48 +190,23 @@ def run(
             spark = local_spark_session("kafkaspark-bench-sink", master=f"local[{cores}]")
             try:
 
-                def source(topic: str, per: int) -> Any:
-                    return (
-                        spark.readStream.format("kafka")
-                        .option("kafka.bootstrap.servers", bootstrap)
-                        .option("subscribe", topic)
-                        .option("startingOffsets", "earliest")
-                        .option("maxOffsetsPerTrigger", str(per))
-                        .load()
-                        .selectExpr("key", "value")
-                    )
-
                 def timed(name: str, variant: str, topic: str, per: int) -> tuple[float, Any]:
                     _create(bootstrap, (name, partitions))
-                    sink = None
-                    writer = source(topic, per).writeStream.option(
-                        "checkpointLocation", str(base / f"ckpt-{name}")
-                    )
-                    if variant == "spark":
-                        writer = (
-                            writer.format("kafka")
-                            .option("kafka.bootstrap.servers", bootstrap)
-                            .option("topic", name)
-                        )
-                    else:
-                        sink = ExactlyOnceKafkaSink(
-                            producer_config={"bootstrap.servers": bootstrap, "linger.ms": 5},
-                            topic=name,
-                            sink_id=f"bench-{name}",
-                            query_id="bench",
-                            **EO_VARIANTS[variant],
-                        )
-                        writer = writer.foreachBatch(sink)
+                    settings = None if variant == "spark" else EO_VARIANTS[variant]
                     start = time.perf_counter()
-                    query = writer.trigger(availableNow=True).start()
-                    query.awaitTermination(3600)
+                    query, sink = run_sink_query(
+                        spark, bootstrap, topic, per, base / f"ckpt-{name}", name, settings
+                    )
                     seconds = time.perf_counter() - start
-                    if query.exception() is not None:
-                        raise RuntimeError(str(query.exception()))
+                    batch_ms[variant].append(
+                        [int(p["durationMs"]["triggerExecution"]) for p in query.recentProgress]
+                    )
                     return seconds, sink
 
+                batch_ms: dict[str, list[list[int]]] = {name: [] for name in names}
                 for variant in ("spark", *eo_names):
                     timed(f"warm-{variant}", variant, "warm", per_trigger)
+                    batch_ms[variant].clear()
                 times: dict[str, list[float]] = {name: [] for name in names}
                 sinks: dict[str, list[Any]] = {name: [] for name in eo_names}
                 order: list[list[str]] = []
@@ -245,6 +264,15 @@ def run(
         len(eo_runs) // 2
     ]
     figures["exactly_once_batches"] = [r.to_dict() for r in eo_runs[middle].reports]
+    # Spark's own figure for each batch (progress `triggerExecution`, ms) of each variant's
+    # median run: where the two sinks' times part.
+    figures["batch_ms_of_median_run"] = {
+        labels.get(name, name): batch_ms[name][
+            sorted(range(len(times[name])), key=lambda i: times[name][i])[len(times[name]) // 2]
+        ]
+        for name in names
+        if name != "raw"
+    }
     figures["exactly_once_tasks"] = {
         variant: _task_figures(runs[len(runs) // 2].task_results) for variant, runs in sinks.items()
     }
