@@ -3,7 +3,9 @@
 `write_task` (row tuples, `mapPartitionsWithIndex`) and `write_arrow_task` (Arrow record
 batches, `mapInArrow`) run the protocol of `docs/exactly_once_sink.md` for the task's slot:
 read the marker, skip a batch the slot committed before, else write the marker and the rows
-in one transaction. The clients come from, and go back to, the worker's cache
+in one transaction. `write_shared_arrow_task` does the same for each of the slots a
+coalesced task was given, one after the other. The clients come from, and go back to, the
+worker's cache
 (`sink_clients`); the Kafka calls and their errors are `TaskProducer`'s (`sink_producer`).
 
 confluent_kafka, pyarrow and pyspark are imported inside functions only.
