@@ -49,6 +49,7 @@ from airflow_provider_kafkaspark.core.offsets import offsets_json
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError, LeaseHeldError
 from airflow_provider_kafkaspark.local.process import holder_gone
 from airflow_provider_kafkaspark.spark.progress import LagCommitter, ProgressListener
+from airflow_provider_kafkaspark.spark.query_stop import stop_query
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -215,14 +216,14 @@ class ManagedQuery:
                 finished_at_request=at_request,
                 finished_now=FinishedTrigger.of(query.lastProgress) if watch else None,
             ):
-                query.stop()
+                stop_query(query)
                 break
             if time.monotonic() > deadline:
                 log.error(
                     "no quiet moment within %.0fs: interrupting the batch in flight",
                     self.drain_timeout_s,
                 )
-                query.stop()
+                stop_query(query)
                 return self._finish(
                     reason,
                     EXIT_NOT_DRAINED,
@@ -312,7 +313,7 @@ class ManagedQuery:
                 log.error("lease lost, stopping the query at once: %s", exc)
                 self.lost_lease = True
                 for query in self.spark.streams.active:
-                    query.stop()
+                    stop_query(query)
                 return
             except Exception as exc:  # noqa: BLE001 - storage hiccup: retry next beat
                 log.warning("lease heartbeat failed, will retry: %s", exc)
