@@ -33,13 +33,23 @@ def stop_query(
 ) -> None:
     """`query.stop()`, asked again every `repeat_s` while the first call has not returned
     (its interrupt may have been lost), at most `attempts` times; returns once the first
-    call returned."""
-    first = threading.Thread(target=query.stop, name="kafkaspark-stop", daemon=True)
+    call returned, raising what it raised."""
+    failed: list[BaseException] = []
+
+    def first_stop() -> None:
+        try:
+            query.stop()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            failed.append(exc)
+
+    first = threading.Thread(target=first_stop, name="kafkaspark-stop", daemon=True)
     first.start()
     for attempt in range(1, attempts):
         first.join(repeat_s)
         if not first.is_alive():
-            return
+            break
         log.info("the query has not stopped after %.1fs: asking again", attempt * repeat_s)
         threading.Thread(target=query.stop, name="kafkaspark-stop-again", daemon=True).start()
     first.join()
+    if failed:
+        raise failed[0]

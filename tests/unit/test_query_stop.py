@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
+import pytest
+
 from airflow_provider_kafkaspark.spark.query_stop import stop_query
 
 
@@ -44,3 +46,12 @@ def test_the_repeats_are_bounded() -> None:
     finisher.start()
     stop_query(cast(Any, query), repeat_s=0.01, attempts=5)
     assert query.calls == 5
+
+
+def test_what_the_stop_raised_is_raised_in_the_caller() -> None:
+    class Broken:
+        def stop(self) -> None:
+            raise RuntimeError("py4j: the JVM is gone")
+
+    with pytest.raises(RuntimeError, match="the JVM is gone"):
+        stop_query(cast(Any, Broken()), repeat_s=0.05)
