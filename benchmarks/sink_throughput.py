@@ -139,6 +139,11 @@ def run_sink_query(
     return query, sink
 
 
+def _median_run(seconds: list[float]) -> int:
+    """The index of the run whose time is the median (the upper one of an even count)."""
+    return sorted(range(len(seconds)), key=lambda i: seconds[i])[len(seconds) // 2]
+
+
 def _task_figures(batches: list[list[Any]]) -> dict[str, Any]:
     """Mean seconds per task in each phase, and how the tasks got their producers."""
     tasks = [t for batch in batches for t in batch]
@@ -260,16 +265,12 @@ def run(
     figures["goal_ratio"] = 0.9
     figures["goal_met"] = figures["exactly_once_sink_to_spark_ratio"] >= 0.9
     eo_runs = sinks["exactly_once_sink"]
-    middle = sorted(range(len(eo_runs)), key=lambda i: times["exactly_once_sink"][i])[
-        len(eo_runs) // 2
-    ]
+    middle = _median_run(times["exactly_once_sink"])
     figures["exactly_once_batches"] = [r.to_dict() for r in eo_runs[middle].reports]
     # Spark's own figure for each batch (progress `triggerExecution`, ms) of each variant's
     # median run: where the two sinks' times part.
     figures["batch_ms_of_median_run"] = {
-        labels.get(name, name): batch_ms[name][
-            sorted(range(len(times[name])), key=lambda i: times[name][i])[len(times[name]) // 2]
-        ]
+        labels.get(name, name): batch_ms[name][_median_run(times[name])]
         for name in names
         if name != "raw"
     }
