@@ -1,5 +1,5 @@
 """Where an exactly-once sink task spends its time: cProfile of the executor-side task
-(`sink_task._write_task`: Arrow rows to tuples, the transaction, `produce()` per row, the
+(`sink_task.write_slot`: Arrow rows to tuples, the transaction, `produce()` per row, the
 commit) in this process, on Arrow record batches like those Spark hands a Python worker, into
 a real local Kafka. Spark's own part (reading Kafka, Arrow serialisation to the worker) is
 not in it: `sink_throughput` measures the whole.
@@ -57,7 +57,7 @@ def run(
     from airflow_provider_kafkaspark.spark.sink_clients import close_cached_clients
     from airflow_provider_kafkaspark.spark.sink_config import SinkTaskConfig
     from airflow_provider_kafkaspark.spark.sink_rows import arrow_rows
-    from airflow_provider_kafkaspark.spark.sink_task import _write_task
+    from airflow_provider_kafkaspark.spark.sink_task import write_slot
 
     batches = _batches(records, size, per_batch)
     with tempfile.TemporaryDirectory(prefix="kafkaspark-bench-profile-") as tmp:
@@ -79,7 +79,7 @@ def run(
             )
 
             def task(batch_id: int) -> dict[str, Any]:
-                return _write_task(config, batch_id, 0, arrow_rows(batches, config.columns))
+                return write_slot(config, batch_id, 0, arrow_rows(batches, config.columns))
 
             task(0)  # a producer and marker consumer kept for the timed runs, as in a worker
             began = time.perf_counter()

@@ -56,6 +56,7 @@ from airflow_provider_kafkaspark.spark.sink_schema import (
     plain_config,
     sink_columns,
 )
+from airflow_provider_kafkaspark.spark.sink_shared_task import write_shared_arrow_task
 from airflow_provider_kafkaspark.spark.sink_slots import task_slots
 from airflow_provider_kafkaspark.spark.sink_task import (
     REUSED_MARKER_TIMEOUT_S,
@@ -65,7 +66,6 @@ from airflow_provider_kafkaspark.spark.sink_task import (
     TaskResult,
     write_arrow_task,
     write_indexed_task,
-    write_shared_arrow_task,
     write_task,
 )
 

@@ -1,12 +1,12 @@
 """Executor side of the exactly-once sink: one output task of one micro-batch.
 
-`write_task` (row tuples, `mapPartitionsWithIndex`) and `write_arrow_task` (Arrow record
-batches, `mapInArrow`) run the protocol of `docs/exactly_once_sink.md` for the task's slot:
-read the marker, skip a batch the slot committed before, else write the marker and the rows
-in one transaction. `write_shared_arrow_task` does the same for each of the slots a
-coalesced task was given, one after the other. The clients come from, and go back to, the
-worker's cache
-(`sink_clients`); the Kafka calls and their errors are `TaskProducer`'s (`sink_producer`).
+`write_slot` runs the protocol of `docs/exactly_once_sink.md` for one slot of a batch: read
+the marker, skip a batch the slot committed before, else write the marker and the rows in
+one transaction. `write_task` (row tuples, `mapPartitionsWithIndex`) and `write_arrow_task`
+(Arrow record batches, `mapInArrow`) call it for a task's one slot; `sink_shared_task` for
+each of the slots a coalesced task was given. The clients come from, and go back to, the
+worker's cache (`sink_clients`); the Kafka calls and their errors are `TaskProducer`'s
+(`sink_producer`).
 
 confluent_kafka, pyarrow and pyspark are imported inside functions only.
 """
@@ -20,13 +20,12 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from itertools import chain, groupby, islice
+from itertools import chain, islice
 from typing import Any, TypeVar
 
 from airflow_provider_kafkaspark.spark.fault_points import DURING_SINK_WRITE, maybe_crash
 from airflow_provider_kafkaspark.spark.sink_clients import CLIENTS, fingerprint
 from airflow_provider_kafkaspark.spark.sink_config import (
-    SLOT_INDEX_COLUMN,
     SinkTaskConfig,
     already_committed,
 )
@@ -108,7 +107,7 @@ def write_task(
     over.
     """
     make_zip_invalidation_lazy()
-    yield _write_task(config, batch_id, task, plain_rows(rows, config.columns))
+    yield write_slot(config, batch_id, task, plain_rows(rows, config.columns))
 
 
 def write_arrow_task(
@@ -127,70 +126,11 @@ def write_arrow_task(
     if context is None:
         raise RuntimeError("write_arrow_task runs only inside a Spark task")
     task = config.slot(context.partitionId())
-    result = _write_task(config, batch_id, task, arrow_rows(batches, config.columns))
+    result = write_slot(config, batch_id, task, arrow_rows(batches, config.columns))
     yield pa.RecordBatch.from_arrays([pa.array([json.dumps(result)])], names=["result"])
 
 
-def write_shared_arrow_task(
-    config: SinkTaskConfig, batch_id: int, batches: Iterable[Any]
-) -> Iterator[Any]:
-    """Executor side, for `mapInArrow` over a coalesced batch: one Spark task writes the rows
-    of several slots, each slot in a transaction of its own, as `write_task` would.
-
-    The rows carry the index of the task they came from before the coalesce (column
-    `SLOT_INDEX_COLUMN`), and a coalesce hands a task its parents one after the other, so
-    each index is one run of rows. Yields one record batch with a row per slot that had
-    rows: its TaskResult as JSON, in column `result`.
-    """
-    import pyarrow as pa
-
-    make_zip_invalidation_lazy()
-    results = [
-        json.dumps(
-            _write_task(config, batch_id, config.slot(index), arrow_rows(slices, config.columns))
-        )
-        for index, slices in index_groups(batches)
-    ]
-    yield pa.RecordBatch.from_arrays([pa.array(results, type=pa.string())], names=["result"])
-
-
-def index_groups(batches: Iterable[Any]) -> Iterator[tuple[int, Iterator[Any]]]:
-    """(index, its record batch slices) for each task index in `SLOT_INDEX_COLUMN`, in order.
-
-    A group need not be consumed before the next is asked for. An index that comes back
-    after another one is refused: its two runs would be two transactions for one (batch,
-    slot), and the second would find the marker moved and skip its rows.
-    """
-    seen: set[int] = set()
-    for index, runs in groupby(index_runs(batches), key=lambda run: run[0]):
-        if index in seen:
-            raise RuntimeError(
-                f"exactly-once sink: the rows of task index {index} came in two runs; a "
-                "slot's rows must be written in one transaction"
-            )
-        seen.add(index)
-        yield index, (run for _, run in runs)
-
-
-def index_runs(batches: Iterable[Any]) -> Iterator[tuple[int, Any]]:
-    """(index, slice) for each run of rows with one `SLOT_INDEX_COLUMN` value, in order."""
-    import pyarrow.compute as pc
-
-    for batch in batches:
-        size = batch.num_rows
-        if not size:
-            continue
-        indexes = batch.column(SLOT_INDEX_COLUMN)
-        changes = pc.indices_nonzero(
-            pc.not_equal(indexes.slice(1), indexes.slice(0, size - 1))
-        ).to_pylist()
-        start = 0
-        for end in [*(change + 1 for change in changes), size]:
-            yield int(indexes[start].as_py()), batch.slice(start, end - start)
-            start = end
-
-
-def _write_task(
+def write_slot(
     config: SinkTaskConfig, batch_id: int, task: int, rows: Iterator[Any]
 ) -> dict[str, Any]:
     clock = _Clock()
@@ -203,13 +143,14 @@ def _write_task(
     if reuse:
         clients.producer, clients.consumer = CLIENTS.take(txn_id, producer_key, group, consumer_key)
     origin = PRODUCER_REUSED if clients.producer is not None else PRODUCER_CREATED
-    # Only this first row is read before the transaction is open, and it is kept: whatever
-    # happens to a reused producer before then, the task can start over with all its rows.
-    first = next(rows, None)
-    clock.lap("first_row")
     count = 0
     keep = False
     try:
+        # Only this first row is read before the transaction is open, and it is kept: whatever
+        # happens to a reused producer before then, the task can start over with all its rows.
+        # Inside the try: rows that fail to arrive close the clients taken above.
+        first = next(rows, None)
+        clock.lap("first_row")
         while True:
             reused = clients.producer is not None
             if first is not None:

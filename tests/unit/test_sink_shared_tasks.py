@@ -11,7 +11,7 @@ import pytest
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.spark.kafka_sink import ExactlyOnceKafkaSink, _with_empty_slots
 from airflow_provider_kafkaspark.spark.sink_config import SLOT_INDEX_COLUMN
-from airflow_provider_kafkaspark.spark.sink_task import index_groups, index_runs
+from airflow_provider_kafkaspark.spark.sink_shared_task import index_groups, index_runs
 
 
 def batch(*rows: tuple[int, str]) -> pa.RecordBatch:
