@@ -13,13 +13,15 @@ handover reached (`spark/standby.py`).
 from __future__ import annotations
 
 import argparse
-import faulthandler
 import importlib
 import logging
 import os
 import signal
 import sys
+import threading
+import traceback
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):
@@ -286,6 +288,23 @@ def check_checkpoint_release(checkpoint: str, own: str) -> None:
         control.write_written_by(WrittenBy(newest_writer, now_ms()))
 
 
+def dump_thread_stacks(signum: int = 0, frame: FrameType | None = None) -> None:
+    """Every Python thread's stack to stderr (the driver log), as a SIGUSR1 handler.
+
+    A Python-level handler, not faulthandler's: faulthandler reads the other threads' frames
+    without the GIL while they run, and a driver whose py4j threads were busy crashed in
+    the dump (its frames read as garbage), which took the driver and its JVM down. Here the
+    handler runs in the main thread between bytecodes, holding the GIL (a blocked socket read
+    is interrupted for it and resumed)."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    lines = []
+    for ident, stack in sys._current_frames().items():
+        lines.append(f"Thread {ident:#x} {names.get(ident, '?')} (most recent call first):\n")
+        lines.extend(reversed(traceback.format_stack(stack)))
+    sys.stderr.write("".join(lines))
+    sys.stderr.flush()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--spec", required=True, help="job spec JSON file")
@@ -297,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per callback otherwise
     # `kill -USR1 <pid>` writes every Python thread's stack to the driver log: what a person
     # (or the reliability harness) needs when a driver stalls without a word.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    signal.signal(signal.SIGUSR1, dump_thread_stacks)
     try:
         spec = JobSpec.load(args.spec)
         log.info("job %s: Spark %s", spec.job_name, check_spark_release(spec))
