@@ -274,6 +274,16 @@ def run(
         for name in names
         if name != "raw"
     }
+    # Every run's batches, and how each exactly-once run's tasks got their producers: the
+    # spread between runs of one variant is mostly in a few batches, and in whether the
+    # workers kept their slots' producers (see sink_clients).
+    figures["batch_ms_by_run"] = {
+        labels.get(name, name): batch_ms[name] for name in names if name != "raw"
+    }
+    figures["exactly_once_producers_by_run"] = {
+        variant: [_task_figures(run.task_results)["producers"] for run in runs]
+        for variant, runs in sinks.items()
+    }
     figures["exactly_once_tasks"] = {
         variant: _task_figures(runs[len(runs) // 2].task_results) for variant, runs in sinks.items()
     }

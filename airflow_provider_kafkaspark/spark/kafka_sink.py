@@ -278,7 +278,9 @@ class ExactlyOnceKafkaSink:
         fields = [(f.name, f.dataType.simpleString()) for f in batch.schema.fields]
         columns = sink_columns(fields)
         started = time.monotonic()
-        selected, slots, count = self._with_slots(batch.select(*columns), columns, batch_id)
+        selected, slots, count = self._with_slots(
+            self._projected(batch, fields, columns), columns, batch_id
+        )
         # Armed once per batch, here, from the driver's environment (where `fault_points`
         # says to set it): task 0 then crashes halfway through its rows (`sink_task`).
         crash = DURING_SINK_WRITE if should_crash(os.environ, DURING_SINK_WRITE, batch_id) else None
@@ -324,6 +326,21 @@ class ExactlyOnceKafkaSink:
         )
         maybe_crash(AFTER_SINK_COMMIT, batch_id)
         return report
+
+    def _projected(
+        self, batch: DataFrame, fields: Sequence[tuple[str, str]], columns: Sequence[str]
+    ) -> DataFrame:
+        """The batch narrowed to the sink's `columns`.
+
+        `mapInArrow` tasks read their columns by name (`sink_rows.arrow_rows`): a batch that
+        has the sink's columns and no other goes to them as it is, without a projection (a
+        py4j round trip per batch, on the driver, between two micro-batches). Pickled rows
+        are read by position, so the RDD path always gets them in `columns` order.
+        """
+        names = sorted(name for name, _ in fields)
+        if self.arrow and names == sorted(columns):
+            return batch
+        return batch.select(*columns)
 
     def _shared_tasks(self, selected: DataFrame, count: int) -> int | None:
         """How many Spark tasks write the batch's `count` slots when fewer than `count`; None

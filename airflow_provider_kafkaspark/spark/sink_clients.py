@@ -63,7 +63,10 @@ class ClientCache:
         self.limit = limit
         self._lock = threading.Lock()
         self._pid = os.getpid()
-        self._producers: OrderedDict[str, tuple[str, Producer]] = OrderedDict()
+        # txn id -> (config fingerprint, producer, (marker group, the marker it last saw))
+        self._producers: OrderedDict[str, tuple[str, Producer, tuple[str, int] | None]] = (
+            OrderedDict()
+        )
         self._consumers: OrderedDict[tuple[str, str], Consumer] = OrderedDict()
         self._inherited: list[Any] = []
 
@@ -72,7 +75,7 @@ class ClientCache:
         # use nor destroy them (destroying waits on those threads). Keep them referenced,
         # unused, and start empty.
         if self._pid != os.getpid():
-            self._inherited.extend(p for _, p in self._producers.values())
+            self._inherited.extend(p for _, p, _ in self._producers.values())
             self._inherited.extend(self._consumers.values())
             self._producers.clear()
             self._consumers.clear()
@@ -82,20 +85,32 @@ class ClientCache:
         self, txn_id: str, producer_key: str, group: str, consumer_key: str
     ) -> tuple[Producer | None, Consumer | None]:
         """The cached producer for `txn_id` and consumer for `group`, removed from the cache."""
+        producer, consumer, _ = self.take_with_marker(txn_id, producer_key, group, consumer_key)
+        return producer, consumer
+
+    def take_with_marker(
+        self, txn_id: str, producer_key: str, group: str, consumer_key: str
+    ) -> tuple[Producer | None, Consumer | None, int | None]:
+        """`take`, and the marker of `group` the producer last read or committed (None if
+        it kept none for that group): see "Markers a producer already knows" in
+        docs/exactly_once_sink.md for when a task may use it instead of reading the group."""
         stale: list[Any] = []
         producer = None
+        marker = None
         with self._lock:
             self._check_process()
             entry = self._producers.pop(txn_id, None)
             if entry is not None:
                 if entry[0] == producer_key:
                     producer = entry[1]
+                    if entry[2] is not None and entry[2][0] == group:
+                        marker = entry[2][1]
                 else:
                     stale.append(entry[1])
             consumer = self._consumers.pop((group, consumer_key), None)
         for client in stale:
             close_quietly(client)
-        return producer, consumer
+        return producer, consumer, marker
 
     def put(
         self,
@@ -105,15 +120,19 @@ class ClientCache:
         group: str,
         consumer_key: str,
         consumer: Consumer | None,
+        *,
+        marker: int | None = None,
     ) -> None:
-        """Keep a producer (ready: no open transaction) and its marker consumer for later."""
+        """Keep a producer (ready: no open transaction) and its marker consumer for later,
+        with the marker of `group` the producer last read or committed, if any."""
         evicted: list[Any] = []
         with self._lock:
             self._check_process()
             old = self._producers.pop(txn_id, None)
             if old is not None:
                 evicted.append(old[1])
-            self._producers[txn_id] = (producer_key, producer)
+            known = None if marker is None else (group, marker)
+            self._producers[txn_id] = (producer_key, producer, known)
             if consumer is not None:
                 old_consumer = self._consumers.pop((group, consumer_key), None)
                 if old_consumer is not None:
@@ -130,7 +149,7 @@ class ClientCache:
         """Close every cached client; returns how many there were."""
         with self._lock:
             self._check_process()
-            clients: list[Any] = [p for _, p in self._producers.values()]
+            clients: list[Any] = [p for _, p, _ in self._producers.values()]
             clients.extend(self._consumers.values())
             self._producers.clear()
             self._consumers.clear()

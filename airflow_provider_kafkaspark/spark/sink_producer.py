@@ -201,6 +201,17 @@ class TaskProducer:
         except KafkaException as exc:
             raise self._failure(step, exc) from exc
 
+    def group_metadata(self) -> Any:
+        """The marker group's metadata for `open_transaction`, without a request."""
+        from confluent_kafka import KafkaException
+
+        consumer = self.consumer
+        assert consumer is not None, "ensure_consumer() first"
+        try:
+            return consumer.consumer_group_metadata()
+        except KafkaException as exc:
+            raise self._failure("reading the marker group's metadata", exc) from exc
+
     def open_transaction(self, group_metadata: Any) -> None:
         """Begin a transaction and put the marker (batch + 1) into it, before any row.
 

@@ -25,6 +25,7 @@ per task index:
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -67,21 +68,16 @@ def _slots_of(rdd: Any) -> list[int] | None:
 
 def _kafka_range_slots(rdd: Any, count: int) -> list[int] | None:
     ranges: list[tuple[str, int, int]] = []
-    for partition in rdd.partitions():
+    for index, partition in enumerate(rdd.partitions()):
         if not hasattr(partition, "inputPartitions"):
             return None
         inputs = _seq(partition.inputPartitions())
-        if len(inputs) != 1 or inputs[0].getClass().getName() != _KAFKA_PARTITION:
+        if len(inputs) != 1:
             return None
-        offset_range = inputs[0].offsetRange()
-        topic_partition = offset_range.topicPartition()
-        ranges.append(
-            (
-                str(topic_partition.topic()),
-                int(topic_partition.partition()),
-                int(offset_range.fromOffset()),
-            )
-        )
+        # One scan plans all of a DataSourceRDD's input partitions: one class for all.
+        if index == 0 and inputs[0].getClass().getName() != _KAFKA_PARTITION:
+            return None
+        ranges.append(_range_start(inputs[0].offsetRange()))
     if len(ranges) != count or len(set(ranges)) != count:
         return None
     order = sorted(range(count), key=lambda index: ranges[index])
@@ -89,6 +85,27 @@ def _kafka_range_slots(rdd: Any, count: int) -> list[int] | None:
     for slot, index in enumerate(order):
         slots[index] = slot
     return slots
+
+
+# KafkaOffsetRange(topicPartition, fromOffset, untilOffset, preferredLoc), a Scala case
+# class, prints as `KafkaOffsetRange(<topic>-<partition>,<from>,<until>,<location>)`; topic
+# names have no commas.
+_OFFSET_RANGE = re.compile(r"KafkaOffsetRange\(([^,]+)-(\d+),(-?\d+),")
+
+
+def _range_start(offset_range: Any) -> tuple[str, int, int]:
+    """(topic, partition, first offset) of a KafkaOffsetRange: one py4j round trip (its
+    printed form) instead of four, the per-field calls only if the form is not the known one.
+    """
+    match = _OFFSET_RANGE.match(str(offset_range.toString()))
+    if match:
+        return match.group(1), int(match.group(2)), int(match.group(3))
+    topic_partition = offset_range.topicPartition()
+    return (
+        str(topic_partition.topic()),
+        int(topic_partition.partition()),
+        int(offset_range.fromOffset()),
+    )
 
 
 def _seq(scala_seq: Any) -> list[Any]:

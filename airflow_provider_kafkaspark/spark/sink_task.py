@@ -140,8 +140,13 @@ def write_slot(
     txn_id, group = clients.transactional_id, clients.group
     producer_key = fingerprint(config.producer_config)
     consumer_key = fingerprint(config.consumer_config)
+    # The marker as this slot's producer last read or committed it: see "Markers a producer
+    # already knows" in docs/exactly_once_sink.md. Kept with the producer, for the next task.
+    known_marker: int | None = None
     if reuse:
-        clients.producer, clients.consumer = CLIENTS.take(txn_id, producer_key, group, consumer_key)
+        clients.producer, clients.consumer, known_marker = CLIENTS.take_with_marker(
+            txn_id, producer_key, group, consumer_key
+        )
     origin = PRODUCER_REUSED if clients.producer is not None else PRODUCER_CREATED
     count = 0
     keep = False
@@ -164,11 +169,18 @@ def write_slot(
                 if first is None:
                     status = STATUS_EMPTY
                     break
-                # Read fresh for every batch: another producer with this transactional.id
-                # (another worker, a restarted job) may have committed this batch.
-                marker, group_metadata = clients.read_marker(
-                    min(timeout, REUSED_MARKER_TIMEOUT_S) if reused else timeout
-                )
+                if reused and known_marker is not None:
+                    # No request: what the producer saw last is the marker for as long as no
+                    # other producer with its transactional.id ran, and one that did has
+                    # fenced it, which the transaction below finds out before any row.
+                    marker, group_metadata = known_marker, clients.group_metadata()
+                else:
+                    # Another producer with this transactional.id (another worker, a
+                    # restarted job) may have committed this batch.
+                    marker, group_metadata = clients.read_marker(
+                        min(timeout, REUSED_MARKER_TIMEOUT_S) if reused else timeout
+                    )
+                known_marker = marker
                 clock.lap("marker")
                 if already_committed(marker, batch_id):
                     status = STATUS_SKIPPED
@@ -197,6 +209,7 @@ def write_slot(
                     exc,
                 )
                 clients.drop_producer()
+                known_marker = None
                 if step == "marker":
                     # The read itself failed: a new consumer too. After a refused marker
                     # the consumer is fine, and already knows its coordinator.
@@ -205,11 +218,18 @@ def write_slot(
                 clock.lap("replace")
         if status == STATUS_WRITTEN:
             count = _write_rows(clients, config, batch_id, task, first, rows, clock)
+            known_marker = batch_id + 1
         keep = reuse
     finally:
         if keep and clients.producer is not None:
             CLIENTS.put(
-                txn_id, producer_key, clients.producer, group, consumer_key, clients.consumer
+                txn_id,
+                producer_key,
+                clients.producer,
+                group,
+                consumer_key,
+                clients.consumer,
+                marker=known_marker,
             )
         else:
             clients.close()

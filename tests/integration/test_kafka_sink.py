@@ -42,6 +42,7 @@ from tests.integration.kafka_util import (
     renumbered_topic,
     watermarks,
 )
+from tests.sink_cache import forget_marker
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -346,10 +347,12 @@ def test_a_batch_committed_by_a_newer_producer_is_skipped_by_the_cached_one(
     other.commit_transaction(30)
     group.close()
 
+    # The cached producer remembers marker 1 ("batch 1 not committed"), is refused the
+    # transaction (fenced), and its replacement reads marker 2: skip.
     replay = direct_task(sink, 1, numbers(1))
-    assert (replay.status, replay.producer, replay.rows) == ("skipped", "reused", 0)
+    assert (replay.status, replay.producer, replay.rows) == ("skipped", "replaced", 0)
     after = direct_task(sink, 2, numbers(2))
-    assert (after.status, after.producer, after.rows) == ("written", "replaced", 10)
+    assert (after.status, after.producer, after.rows) == ("written", "reused", 10)
     values = read_values(bootstrap, topic, 3)
     assert sorted(values, key=int) == numbers(0) + numbers(1) + numbers(2)
 
@@ -365,6 +368,7 @@ def test_a_pending_marker_of_a_dead_newer_producer_does_not_stall_the_cached_one
     create_topic(bootstrap, topic, 3)
     sink = new_sink(bootstrap, topic)
     direct_task(sink, 0, numbers(0))
+    forget_marker(sink)  # so that the cached clients read the marker
 
     dead = newer_producer(bootstrap, sink)
     group = Consumer({"bootstrap.servers": bootstrap, "group.id": sink.marker_group(0)})

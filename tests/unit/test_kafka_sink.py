@@ -51,6 +51,7 @@ from airflow_provider_kafkaspark.spark.sink_rows import (
     produce_arguments,
 )
 from airflow_provider_kafkaspark.spark.sink_schema import connection_settings, sink_columns
+from tests.sink_cache import forget_marker
 
 BOOTSTRAP = {"bootstrap.servers": "127.0.0.1:9"}
 
@@ -478,14 +479,16 @@ def test_a_worker_reuses_its_producer_and_consumer_across_batches(
     assert [r.status for r in results] == ["written"] * 4
     assert len(fake_kafka.producers) == 1 and len(fake_kafka.consumers) == 1
     assert fake_kafka.producers[0].calls.count("init") == 1
-    # The marker is read from the cluster in every task, never remembered.
-    assert len(fake_kafka.consumers[0].reads) == 4
+    # The marker is read by the new producer's task only: the reused producer committed
+    # every marker since, so it knows them (docs: "Markers a producer already knows").
+    assert len(fake_kafka.consumers[0].reads) == 1
     assert fake_kafka.markers[sink.marker_group(0)] == 4
     assert fake_kafka.log == [f"{b}-{x}" for b in range(4) for x in "ab"]
     assert "init_transactions" in results[0].phases and "init_transactions" not in results[1].phases
-    # A replay of a committed batch is skipped by the reused producer too.
+    # A replay of a committed batch is skipped by the reused producer too, without a read.
     assert run_task(sink, 2, ["2-a", "2-b"]).status == "skipped"
     assert len(fake_kafka.log) == 8
+    assert len(fake_kafka.consumers[0].reads) == 1
 
 
 def test_the_marker_goes_in_before_any_row(fake_kafka: FakeCluster) -> None:
@@ -512,11 +515,9 @@ def test_a_fenced_cached_producer_is_replaced_in_task_and_writes_once(
     assert cached.calls == ["init", "begin", "send_offsets", "commit", "begin", "send_offsets"]
     replacement = fake_kafka.producers[-1]
     assert replacement.calls == ["init", "begin", "send_offsets", "commit"]
-    # The marker consumer was fine (its read succeeded): kept, with its second read.
-    assert len(fake_kafka.consumers) == 1 and fake_kafka.consumers[0].reads[1:] == [
-        REUSED_MARKER_TIMEOUT_S,
-        60.0,
-    ]
+    # The cached producer knew the marker it had committed, so only the replacement read it
+    # (the marker consumer itself was fine: kept).
+    assert len(fake_kafka.consumers) == 1 and fake_kafka.consumers[0].reads[1:] == [60.0]
     assert fake_kafka.log == ["0-a", "1-a", "1-b"]
     assert fake_kafka.markers[sink.marker_group(0)] == 2
     with pytest.raises(KafkaException):  # the replacement fenced the newer one in turn
@@ -527,10 +528,53 @@ def test_a_fenced_cached_producer_is_replaced_in_task_and_writes_once(
 def test_a_batch_committed_by_a_newer_producer_is_skipped_after_the_replacement(
     fake_kafka: FakeCluster,
 ) -> None:
-    """The newer producer commits the batch after the reused clients read the marker:
-    the reused producer is fenced at send_offsets, and the marker read again says skip."""
+    """A newer producer committed the batch since the cached one committed its marker: what
+    the cached one knows says "not committed", it is fenced at send_offsets, and the marker
+    its replacement reads says skip."""
     sink = make_sink()
     run_task(sink, 0, ["0-a"])
+    newer = usurp(sink)
+    newer.begin_transaction()
+    newer.send_offsets_to_transaction([TopicPartition("out", 0, 2)], sink.marker_group(0), 1)
+    newer.produce("out", "1-a")
+    newer.commit_transaction(1)
+
+    result = run_task(sink, 1, ["1-a"])
+
+    assert (result.status, result.producer, result.rows) == ("skipped", "replaced", 0)
+    assert fake_kafka.log == ["0-a", "1-a"]  # once, by the other producer
+    assert fake_kafka.markers[sink.marker_group(0)] == 2
+    assert fake_kafka.producers[0].calls[-2:] == ["begin", "send_offsets"]
+
+
+def test_a_known_marker_past_the_batch_skips_it_without_a_request_even_if_fenced(
+    fake_kafka: FakeCluster,
+) -> None:
+    """Markers only move forward: a batch the cached producer saw committed stays
+    committed, whoever has the transactional.id now."""
+    sink = make_sink()
+    for b in range(3):
+        run_task(sink, b, [f"{b}-a"])
+    cached, consumer = fake_kafka.producers[0], fake_kafka.consumers[0]
+    calls, reads = list(cached.calls), list(consumer.reads)
+    usurp(sink)
+
+    result = run_task(sink, 1, ["1-a"])
+
+    assert (result.status, result.producer, result.rows) == ("skipped", "reused", 0)
+    assert cached.calls == calls and consumer.reads == reads
+    assert fake_kafka.log == ["0-a", "1-a", "2-a"]
+
+
+def test_a_batch_committed_while_reused_clients_read_the_marker_is_skipped(
+    fake_kafka: FakeCluster,
+) -> None:
+    """A producer that knows no marker reads it through reused clients; the newer producer
+    commits the batch after that read: the reused producer is fenced at send_offsets, and
+    the marker read again says skip."""
+    sink = make_sink()
+    run_task(sink, 0, ["0-a"])
+    forget_marker(sink)
 
     def other_worker_commits_batch_1() -> None:
         newer = usurp(sink)
@@ -554,6 +598,7 @@ def test_a_failed_marker_read_replaces_the_consumer_and_the_producer(
     monkeypatch.setattr(sink_task, "REUSED_MARKER_TIMEOUT_S", 0.01)
     sink = make_sink()
     run_task(sink, 0, ["0-a"])
+    forget_marker(sink)
     cached_consumer = fake_kafka.consumers[0]
     cached_consumer.times_out = True
     result = run_task(sink, 1, ["1-a"])
@@ -605,6 +650,7 @@ def test_reused_clients_get_a_short_marker_read_new_ones_the_full_timeout(
 ) -> None:
     sink = make_sink(operation_timeout_s=30)
     run_task(sink, 0, ["0-a"])
+    forget_marker(sink)
     run_task(sink, 1, ["1-a"])
     assert fake_kafka.consumers[0].reads == [30.0, REUSED_MARKER_TIMEOUT_S]
 
