@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.spark.consumer_warning import quiet_per_record_warning
 from airflow_provider_kafkaspark.spark.fault_points import (
     AFTER_SINK_COMMIT,
     DURING_SINK_WRITE,
@@ -275,6 +276,7 @@ class ExactlyOnceKafkaSink:
         """Write one micro-batch; returns (and keeps) its report. Raises if any task failed."""
         if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
             raise InvalidInputError(f"batch_id must be a non-negative integer, got {batch_id!r}")
+        quiet_per_record_warning(batch.sparkSession)
         fields = [(f.name, f.dataType.simpleString()) for f in batch.schema.fields]
         columns = sink_columns(fields)
         started = time.monotonic()

@@ -28,6 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.spark import sink_task
+from airflow_provider_kafkaspark.spark.consumer_warning import CONSUMER_LOGGER, warns_per_record
 from airflow_provider_kafkaspark.spark.fault_points import CRASH_AT_ENV, CRASH_MARKER_ENV
 from airflow_provider_kafkaspark.spark.kafka_sink import (
     ExactlyOnceKafkaSink,
@@ -141,6 +142,10 @@ def test_streaming_query_writes_each_record_once(
     # Keys carried through: the producer's partitioner spread them over the 3 partitions.
     spread = {p: hi for p, (_, hi) in watermarks(bootstrap, out_topic, 3).items()}
     assert all(hi > 0 for hi in spread.values()), spread
+    # Spark 3.5's per-record warning of Python tasks reading Kafka is silenced, and only there.
+    jvm = spark.sparkContext._jvm
+    level = str(jvm.org.apache.logging.log4j.LogManager.getLogger(CONSUMER_LOGGER).getLevel())
+    assert (level == "ERROR") == warns_per_record(spark.version), (spark.version, level)
 
 
 # -- 2. a replayed batch is skipped ----------------------------------------------------
