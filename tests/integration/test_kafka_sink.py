@@ -144,6 +144,7 @@ def test_streaming_query_writes_each_record_once(
     assert all(hi > 0 for hi in spread.values()), spread
     # Spark 3.5's per-record warning of Python tasks reading Kafka is silenced, and only there.
     jvm = spark.sparkContext._jvm
+    assert jvm is not None
     level = str(jvm.org.apache.logging.log4j.LogManager.getLogger(CONSUMER_LOGGER).getLevel())
     assert (level == "ERROR") == warns_per_record(spark.version), (spark.version, level)
 
