@@ -26,12 +26,12 @@ An untimed warm-up run of each sink (the whole input, as the timed runs) comes f
 no variant pays for class loading and JIT compilation alone, in Spark's JVM or in the
 broker's (whose transactional paths only the exactly-once sink uses). With a warm-up of
 200,000 records instead, the first timed runs took up to twice as long as the last ones, and
-the exactly-once sink's times still fell from 9.7 to 7.3 s over seven repeats. Each variant
-runs `repeats`
-times, in an order that alternates from one repeat to the next; the median time of each is
-reported (and the best), with the per-task phase timings (TaskResult.phases, mean seconds
-per task) of the exactly-once sink's median run and how its tasks got their producers
-(created, reused, replaced after a fence).
+the exactly-once sink's times still fell from 9.7 to 7.3 s over seven repeats.
+
+Each variant runs `repeats` times, in an order that alternates from one repeat to the next;
+the median time of each is reported (and the best), with the per-task phase timings
+(TaskResult.phases, mean seconds per task) of the exactly-once sink's median run and how its
+tasks got their producers (created, reused, replaced after a fence).
 Ratios are of the medians; each repeat's own ratio, and their median, are reported too.
 """
 
@@ -103,9 +103,14 @@ def _delete(bootstrap: str, topic: str) -> None:
 # Deleted topics' files go at once, not a minute later: the log may be in memory.
 _BROKER_CONFIG = {"file.delete.delay.ms": "1000"}
 
-# Room the log needs in memory: the input topic, and the deleted output topics
-# the broker has not removed yet (`file.delete.delay.ms`).
+# Room the log needs in memory besides the records themselves: indexes, checkpoints, and
+# slack for deleted topics the broker has not removed yet (`file.delete.delay.ms`).
 _MEMORY_HEADROOM_BYTES = 4 << 30
+# A record's bytes in the log beyond its value: key, headers and batch overhead, rounded up.
+_RECORD_OVERHEAD_BYTES = 70
+# Copies of the input the log may hold at once: the input topic, the output topic being
+# written, and the one deleted before it.
+_COPIES_IN_MEMORY = 3
 
 
 def _work_parent(storage: str, records: int, size: int) -> str | None:
@@ -116,7 +121,7 @@ def _work_parent(storage: str, records: int, size: int) -> str | None:
     if storage != "memory":
         raise ValueError(f"broker_storage must be 'memory' or 'disk', got {storage!r}")
     shm = Path("/dev/shm")
-    needed = _MEMORY_HEADROOM_BYTES + 3 * records * (size + 70)
+    needed = _MEMORY_HEADROOM_BYTES + _COPIES_IN_MEMORY * records * (size + _RECORD_OVERHEAD_BYTES)
     if not shm.is_dir() or shutil.disk_usage(shm).free < needed:
         raise RuntimeError(
             f"broker_storage='memory' needs {needed >> 20} MiB free in {shm}; "
