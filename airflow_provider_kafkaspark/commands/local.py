@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from airflow_provider_kafkaspark.commands.flags import with_example
 from airflow_provider_kafkaspark.commands.local_airflow import add_parsers as add_airflow_parsers
 from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK, server_status
+from airflow_provider_kafkaspark.errors import InvalidArgumentError
 from airflow_provider_kafkaspark.versions import SPARK_LINES
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 
 DEFAULT_LOCAL_KAFKA_DIR = Path(".local") / "kafka"
 DEFAULT_LOCAL_KAFKA_PORT = 9092
@@ -41,14 +49,31 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     kafka.set_defaults(func=local_kafka)
 
     s3 = parts.add_parser("s3", help="a local S3-compatible object store (SeaweedFS)")
-    s3.add_argument("action", choices=["start", "stop", "status"])
+    s3.add_argument(
+        "action",
+        choices=["start", "stop", "status", "env"],
+        help="env: the AWS variables and an `aws` connection for this server, as shell lines",
+    )
     s3.add_argument("--dir", default=str(DEFAULT_LOCAL_S3_DIR), help="server folder")
     s3.add_argument(
         "--port", type=int, default=DEFAULT_LOCAL_S3_PORT, help="S3 port of a new server"
     )
     s3.add_argument("--bucket", action="append", default=[], help="bucket to create on start")
     s3.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for start")
-    with_example(s3, "kafkaspark local s3 start --bucket checkpoints", "kafkaspark local s3 status")
+    s3.add_argument(
+        "--conn-id", default="local_s3", help="env: the `aws` connection's id (AIRFLOW_CONN_...)"
+    )
+    s3.add_argument(
+        "--show-secret",
+        action="store_true",
+        help="env: print the secret key (masked otherwise)",
+    )
+    with_example(
+        s3,
+        "kafkaspark local s3 start --bucket checkpoints",
+        "kafkaspark local s3 status",
+        'eval "$(kafkaspark local s3 env --show-secret)"',
+    )
     s3.set_defaults(func=local_s3)
 
     yarn = parts.add_parser(
@@ -165,7 +190,34 @@ def local_s3(args: argparse.Namespace) -> int:
         server.stop()
         print(f"S3 stopped (data kept in {base / 'data'})")
         return EXIT_OK
+    if args.action == "env":
+        if not re.fullmatch(r"[A-Za-z0-9_]+", args.conn_id):
+            # Airflow finds AIRFLOW_CONN_<ID upper-cased>: a variable name holds no '-' or '.'.
+            raise InvalidArgumentError(
+                f"--conn-id {args.conn_id[:60]!r}: letters, digits and '_' only"
+            )
+        print(s3_env_lines(server, args.conn_id, show_secret=args.show_secret))
+        if not args.show_secret:
+            # On stderr, so that `eval "$(...)"` of stdout stays valid shell.
+            print("# secret key masked: add --show-secret to print it", file=sys.stderr)
+        return EXIT_OK
     return server_status(server.status())
+
+
+SECRET_MASK = "***"
+
+
+def s3_env_lines(server: LocalS3Server, conn_id: str, *, show_secret: bool) -> str:
+    """`export` lines for the standard AWS variables and an `aws` connection of `server`. The
+    secret key only when asked for: a terminal's output ends up in scrollback and pastes."""
+    from airflow_provider_kafkaspark.local.s3 import aws_connection_uri
+
+    secret = server.secret_key if show_secret else SECRET_MASK
+    variables = {**server.aws_environment(), "AWS_SECRET_ACCESS_KEY": secret}
+    uri = aws_connection_uri({**server.aws_connection(), "password": secret})
+    name = f"AIRFLOW_CONN_{conn_id.upper()}"
+    lines = [f"export {k}={shlex.quote(v)}" for k, v in variables.items()]
+    return "\n".join([*lines, f"export {name}={shlex.quote(uri)}"])
 
 
 def local_jars(args: argparse.Namespace) -> int:

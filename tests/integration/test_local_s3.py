@@ -5,6 +5,7 @@ object storage needs, and keeps its data across a stop and a start."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -99,3 +100,52 @@ def test_a_start_that_fails_leaves_no_server_behind(
         server.start()
     assert len(started) == 1 and not Path(f"/proc/{started[0]}").exists()
     assert server.status()["pid"] is None
+
+
+# Run after `eval` of the env command's lines: the AWS variables reach s3fs, and the printed
+# `aws` connection reaches the store through Airflow's own parsing of AIRFLOW_CONN_* and this
+# package's hook, with no AWS variable left in the process.
+USE_THE_ENV = """
+import os, sys
+import s3fs
+fs = s3fs.S3FileSystem(skip_instance_cache=True)
+fs.pipe_file(sys.argv[1] + "/by-variables", b"v")
+for key in [k for k in os.environ if k.startswith("AWS_")]:
+    del os.environ[key]
+from airflow_provider_kafkaspark.core.storage import open_location
+from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+with KafkaSparkHook(aws_conn_id="printed_s3").storage():
+    where = open_location(sys.argv[1])
+    print(where.fs.cat_file(where.root + "/by-variables").decode())
+"""
+
+
+def test_env_prints_the_variables_and_an_aws_connection_that_work(
+    s3_server: LocalS3Server, tmp_path: Path
+) -> None:
+    from tests.conftest import S3_BUCKET
+
+    base = str(s3_server.base_dir)
+    masked = local_s3("env", "--dir", base, "--conn-id", "printed_s3")
+    assert masked.returncode == 0, masked.stderr
+    assert s3_server.secret_key not in masked.stdout + masked.stderr
+    assert "export AWS_SECRET_ACCESS_KEY='***'" in masked.stdout
+    assert "--show-secret" in masked.stderr
+
+    shown = local_s3("env", "--dir", base, "--conn-id", "printed_s3", "--show-secret")
+    assert shown.returncode == 0, shown.stderr
+    assert s3_server.endpoint_url in shown.stdout and "AIRFLOW_CONN_PRINTED_S3=" in shown.stdout
+    script = tmp_path / "use_env.py"
+    script.write_text(USE_THE_ENV)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AIRFLOW_CONN_"))}
+    used = subprocess.run(
+        ["bash", "-c", f'eval "$1"; exec "{sys.executable}" "{script}" "$2"', "env",
+         shown.stdout, f"s3://{S3_BUCKET}/{tmp_path.name}"],
+        capture_output=True, text=True, timeout=120, check=False, env=clean,
+    )  # fmt: skip
+    assert used.returncode == 0, used.stderr[-2000:]
+    assert used.stdout.strip().endswith("v")
+
+    bad = local_s3("env", "--dir", base, "--conn-id", "my-s3")
+    assert bad.returncode == 2 and "--conn-id 'my-s3'" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
