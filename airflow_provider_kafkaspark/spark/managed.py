@@ -339,8 +339,11 @@ class ManagedQuery:
 
 
 def is_bad_job(exc: BaseException) -> bool:
-    """Errors of the job itself, which a restart cannot heal."""
-    if isinstance(exc, InvalidInputError):
+    """Errors of the job itself, which a restart cannot heal: a missing jar among them, since
+    the next driver gets the same jars (`spark/missing_class.py`)."""
+    from airflow_provider_kafkaspark.spark.missing_class import find_missing
+
+    if isinstance(exc, InvalidInputError) or find_missing(str(exc)) is not None:
         return True
     try:
         from pyspark.errors import AnalysisException
@@ -350,7 +353,14 @@ def is_bad_job(exc: BaseException) -> bool:
 
 
 def describe_error(exc: BaseException) -> str:
-    """One paragraph for the stopped report: the error's type and message, no JVM stack."""
+    """One paragraph for the stopped report: the error's type and message, no JVM stack; for
+    a missing jar, what was not found and the artifact that provides it."""
+    from airflow_provider_kafkaspark.spark.missing_class import find_missing, running_spark
+
+    missing = find_missing(str(exc), running_spark())
+    if missing is not None:
+        # A Py4JJavaError's text is the Java stack trace: the line says all a reader needs.
+        return f"{missing.describe()} ({type(exc).__name__})"[:2000]
     text = str(exc).split("\nJVM stacktrace:", 1)[0].strip()
     return f"{type(exc).__name__}: {text}"[:2000]
 
