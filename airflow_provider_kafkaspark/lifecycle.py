@@ -47,7 +47,13 @@ from airflow_provider_kafkaspark.core.reconcile import (
 )
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
-from airflow_provider_kafkaspark.core.savepoint import SavepointManifest, SavepointStore
+from airflow_provider_kafkaspark.core.savepoint import (
+    SavepointManifest,
+    SavepointStore,
+    StopRecord,
+    belongs_to_stop,
+    driver_since_stop,
+)
 from airflow_provider_kafkaspark.errors import (
     InvalidArgumentError,
     KafkaSparkError,
@@ -464,7 +470,9 @@ def stop_job(
     """Ask the driver to stop and wait for its stopped report; kill it only if allowed.
     The driver is named by `ref`, or by `pid` for a process of this host.
 
-    Returns None when no driver was running or it had to be killed."""
+    Returns None when no driver was running or it had to be killed; when none runs because
+    `requested_by` already stopped it (a retried stop), that stop's report
+    (`finished_stop`)."""
     ref = ref or local_ref(checkpoint, pid)
     started = begin_stop(
         checkpoint,
@@ -475,7 +483,7 @@ def stop_job(
         at_batch_boundary=at_batch_boundary,
     )
     if started is None:
-        return None
+        return finished_stop(checkpoint, requested_by)
     deadline = time.monotonic() + started.wait_s
     while time.monotonic() < deadline:
         stopped = check_stop(
@@ -490,18 +498,59 @@ def stop_job(
     return None
 
 
+def answers_request(stopped: StoppedReport, requested_by: str) -> bool:
+    """Whether the driver wrote `stopped` in answer to a stop request by `requested_by`
+    (spark/managed.py names the request's author in the report's reason)."""
+    return stopped.reason.startswith(f"stop request by {requested_by}: ")
+
+
+def finished_stop(checkpoint: str, requested_by: str) -> StoppedReport | None:
+    """The stopped report of a stop `requested_by` already saw through, while no driver
+    has run since: what a retried stop reports instead of "nothing was running"."""
+    control = ControlFolder(checkpoint)
+    stopped = control.read_stopped()
+    if stopped is None or not answers_request(stopped, requested_by):
+        return None
+    if driver_since_stop(stopped, control.read_lease(), control.read_submitted()):
+        return None
+    log.info("%s: already stopped by %s: %s", checkpoint, requested_by, stopped.describe())
+    return stopped
+
+
 def savepoint_after_stop(
     checkpoint: str, savepoint_root: str, job_name: str, *, spark_version: str | None
 ) -> SavepointManifest:
     """A savepoint of the stopped job's checkpoint. It records the Spark version of the
     driver that wrote the checkpoint, from its stopped report; `spark_version` only when the
     report does not say (a driver of an earlier release): the Airflow side's pyspark may be
-    another version than the cluster's."""
-    stopped = ControlFolder(checkpoint).read_stopped()
-    if stopped is not None and stopped.spark_version:
-        spark_version = stopped.spark_version
-    return SavepointStore(savepoint_root).create(
-        checkpoint, job_name=job_name, spark_version=spark_version
+    another version than the cluster's.
+
+    The savepoint records the stopped report it follows. When a savepoint of this very stop
+    exists already (a retried task, a trigger that took it: `core/savepoint.belongs_to_stop`),
+    that one is returned: a second copy of the same batch would only be found by `latest`
+    and announced twice."""
+    control = ControlFolder(checkpoint)
+    stopped = control.read_stopped()
+    store = SavepointStore(savepoint_root)
+    after_stop: StopRecord | None = None
+    if stopped is not None:
+        if stopped.spark_version:
+            spark_version = stopped.spark_version
+        lease, marker = control.read_lease(), control.read_submitted()
+        if not driver_since_stop(stopped, lease, marker):
+            taken = store.taken_at_batch(job_name, stopped.last_committed_batch)
+            if taken:
+                position = CheckpointReader(checkpoint).position()
+                for manifest in taken:
+                    if belongs_to_stop(manifest, stopped, position, lease=lease, marker=marker):
+                        log.info(
+                            "savepoint %s was taken after this stop already",
+                            manifest.savepoint_id,
+                        )
+                        return manifest
+            after_stop = StopRecord.of(stopped)
+    return store.create(
+        checkpoint, job_name=job_name, spark_version=spark_version, after_stop=after_stop
     )
 
 

@@ -35,7 +35,13 @@ from airflow_provider_kafkaspark.core.checkpoint import (
     CheckpointReader,
     state_file_version,
 )
-from airflow_provider_kafkaspark.core.control import ControlFolder, now_ms
+from airflow_provider_kafkaspark.core.control import (
+    ControlFolder,
+    Lease,
+    StoppedReport,
+    SubmittedMarker,
+    now_ms,
+)
 from airflow_provider_kafkaspark.core.offsets import offsets_json
 from airflow_provider_kafkaspark.core.storage import Location, open_location
 from airflow_provider_kafkaspark.errors import (
@@ -90,6 +96,44 @@ class SavepointFile:
 
 
 @dataclass(frozen=True)
+class StopRecord:
+    """The stopped report a savepoint was taken after: which driver stopped, when, and at
+    which batches. A retried stop matches it against the report it finds, to return the
+    savepoint it already took instead of a second copy of the same batch."""
+
+    owner_id: str | None
+    stopped_at_ms: int
+    last_planned_batch: int | None
+    last_committed_batch: int | None
+
+    @classmethod
+    def of(cls, report: StoppedReport) -> StopRecord:
+        return cls(
+            report.owner_id,
+            report.stopped_at_ms,
+            report.last_planned_batch,
+            report.last_committed_batch,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "owner_id": self.owner_id,
+            "stopped_at_ms": self.stopped_at_ms,
+            "last_planned_batch": self.last_planned_batch,
+            "last_committed_batch": self.last_committed_batch,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> StopRecord:
+        return cls(
+            owner_id=None if raw["owner_id"] is None else str(raw["owner_id"]),
+            stopped_at_ms=int(raw["stopped_at_ms"]),
+            last_planned_batch=_opt_int(raw["last_planned_batch"]),
+            last_committed_batch=_opt_int(raw["last_committed_batch"]),
+        )
+
+
+@dataclass(frozen=True)
 class SavepointManifest:
     savepoint_id: str
     job_name: str
@@ -106,6 +150,8 @@ class SavepointManifest:
     files: tuple[SavepointFile, ...]
     format_version: int = FORMAT_VERSION
     forced: bool = False
+    # Absent from savepoints not taken right after a stop, and from earlier releases'.
+    after_stop: StopRecord | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -127,6 +173,7 @@ class SavepointManifest:
             "spark_version": self.spark_version,
             "source_checkpoint": self.source_checkpoint,
             "forced": self.forced,
+            "after_stop": None if self.after_stop is None else self.after_stop.to_dict(),
             "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.files],
         }
 
@@ -173,6 +220,9 @@ class SavepointManifest:
                 source_checkpoint=str(raw["source_checkpoint"]),
                 files=files,
                 forced=bool(raw.get("forced", False)),
+                after_stop=None
+                if raw.get("after_stop") is None
+                else StopRecord.from_dict(raw["after_stop"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SavepointError(f"{where}: bad manifest field ({exc!r})") from exc
@@ -285,7 +335,10 @@ class SavepointStore:
         force: bool = False,
         spark_version: str | None = None,
         savepoint_id: str | None = None,
+        after_stop: StopRecord | None = None,
     ) -> SavepointManifest:
+        """Copy the checkpoint of a stopped query. `after_stop`: the stopped report the
+        copy is taken after, when no driver has run since (see `belongs_to_stop`)."""
         reader = CheckpointReader(checkpoint)
         lease = ControlFolder(reader.location).live_lease()
         if lease is not None:
@@ -331,6 +384,7 @@ class SavepointStore:
             source_checkpoint=redact_url(reader.url),
             files=tuple(files),
             forced=bool(force and lease is not None and lease.is_fresh()),
+            after_stop=after_stop,
         )
         text = json.dumps(manifest.to_dict(), indent=1, sort_keys=True)
         target.write_atomic(text, MANIFEST_FILE)
@@ -346,6 +400,29 @@ class SavepointStore:
         return manifest
 
     # -- read -------------------------------------------------------------------------
+
+    def taken_at_batch(
+        self, job_name: str, last_committed_batch: int | None
+    ) -> list[SavepointManifest]:
+        """Complete savepoints of `job_name` whose default id names `last_committed_batch`,
+        newest first: the only ones a retried stop can have taken. The id is read before the
+        manifest, so a root holding many savepoints costs one listing and a few reads."""
+        batch = "none" if last_committed_batch is None else str(last_committed_batch)
+        prefix, suffix = f"{_slug(job_name)}-", f"-b{batch}"
+        found = []
+        for name in self.location.listdir():
+            if not (name.startswith(prefix) and name.endswith(suffix) and _ID.match(name)):
+                continue
+            if not self.location.exists(name, COMPLETE_FILE):
+                continue
+            try:
+                manifest = self.show(name)
+            except SavepointError as exc:
+                log.warning("skipping savepoint %s: %s", name, exc)
+                continue
+            if manifest.job_name == job_name:
+                found.append(manifest)
+        return sorted(found, key=lambda m: (m.created_at_ms, m.savepoint_id), reverse=True)
 
     def list(self, job_name: str | None = None) -> list[SavepointManifest]:
         """Complete savepoints, newest first; incomplete or unreadable ones are skipped."""
@@ -499,6 +576,44 @@ class SavepointStore:
             if not dry_run:
                 self.dispose(sid)
         return PruneResult(tuple(kept), tuple(disposed), reasons)
+
+
+def driver_since_stop(
+    stopped: StoppedReport, lease: Lease | None, marker: SubmittedMarker | None
+) -> bool:
+    """Whether a driver may have run on the checkpoint since `stopped` was written: a lease
+    file of another owner (live or expired: it ran), or a submit after the report. The
+    stopped driver's own lease may still be there for a moment (the report ends it)."""
+    if lease is not None and lease.owner_id != stopped.owner_id:
+        return True
+    return marker is not None and marker.submitted_at_ms > stopped.stopped_at_ms
+
+
+def belongs_to_stop(
+    manifest: SavepointManifest,
+    stopped: StoppedReport,
+    position: CheckpointPosition,
+    *,
+    lease: Lease | None,
+    marker: SubmittedMarker | None,
+) -> bool:
+    """Whether `manifest` is the savepoint taken after the stop `stopped` reports, of the
+    checkpoint as it still is: its record names the same driver and stop time and batches,
+    no driver has run since (`driver_since_stop`), and the checkpoint is at the same query
+    and batches. Such a savepoint is what a retried stop returns instead of copying the
+    same batch again; any other is a different stop's, or of a job started again since."""
+    record = manifest.after_stop
+    if record is None or manifest.forced:
+        return False
+    if record != StopRecord.of(stopped):
+        return False
+    if driver_since_stop(stopped, lease, marker):
+        return False
+    return (
+        manifest.query_id == position.query_id
+        and manifest.last_committed_batch == position.latest_committed
+        and manifest.last_planned_batch == position.latest_planned
+    )
 
 
 def _manifest_digest(text: str) -> str:

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["StopStreamingJobOperator", "savepoint_asset"]
 
+SAVEPOINT_ALLOWANCE_S = 900.0
+
 
 def _is_template(value: str) -> bool:
     return "{{" in value or "{%" in value
@@ -118,21 +120,28 @@ class StopStreamingJobOperator(BaseOperator):
 
     def _stop(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.core.job_ref import job_ref_to_dict
-        from airflow_provider_kafkaspark.lifecycle import NotRunning, begin_stop, check_stop
+        from airflow_provider_kafkaspark.lifecycle import (
+            NotRunning,
+            begin_stop,
+            check_stop,
+            finished_stop,
+        )
 
         # After rendering, before anything is written: all three are templated.
         ref = self._job_ref()
         self._check_job_name()
+        requested_by = self._requested_by(context)
         started = begin_stop(
             self.checkpoint,
-            requested_by=f"airflow:{self.dag_id}.{self.task_id}",
+            requested_by=requested_by,
             reason="stop operator",
             drain_timeout_s=self.drain_timeout_s,
             ref=ref,
             at_batch_boundary=self.at_batch_boundary,
         )
         if started is None:
-            return self._finish(context, None)
+            # Nothing runs: perhaps because an earlier try of this task stopped it.
+            return self._finish(context, finished_stop(self.checkpoint, requested_by))
         request, wait_s = started.request, started.wait_s
         if self.deferrable:
             from datetime import timedelta
@@ -148,9 +157,12 @@ class StopStreamingJobOperator(BaseOperator):
                     awaited_restart=started.awaited_restart,
                     poll_interval_s=self.poll_interval_s,
                     aws_conn_id=self.aws_conn_id,
+                    savepoint_root=self.savepoint_root if self.take_savepoint else None,
+                    job_name=self.job_name,
                 ),
                 method_name="execute_complete",
-                timeout=timedelta(seconds=wait_s + 120),
+                # The trigger also copies the savepoint: minutes for a large state on S3.
+                timeout=timedelta(seconds=wait_s + 120 + SAVEPOINT_ALLOWANCE_S),
             )
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
@@ -214,6 +226,14 @@ class StopStreamingJobOperator(BaseOperator):
         if ref is not None:
             check_ref_names(ref, job_name=self.job_name, checkpoint=self.checkpoint, where=where)
         return ref
+
+    def _requested_by(self, context: Context) -> str:
+        """Who the stop request names, down to the DAG run: the driver's report carries it,
+        and a retry of this task (same run) recognises its earlier try's stop by it, where
+        the same task of another run must not."""
+        run_id = context.get("run_id")
+        base = f"airflow:{self.dag_id}.{self.task_id}"
+        return f"{base}:{run_id}" if run_id else base
 
     def _check_job_name(self) -> None:
         from airflow_provider_kafkaspark.core.jobspec import valid_job_name

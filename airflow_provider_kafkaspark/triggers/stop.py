@@ -16,7 +16,15 @@ class StreamingStopTrigger(BaseTrigger):
     running after the request when only its backend listed it (`awaited_restart`:
     "not_running"), or the drain bound passes ("timeout"). `job_ref` (a job reference's
     dict) names the driver, which the trigger asks its backend about: a pid only on its own
-    host, a YARN application through its ResourceManager from anywhere."""
+    host, a YARN application through its ResourceManager from anywhere.
+
+    With `savepoint_root` (and `job_name`) the trigger also takes the stopped job's savepoint
+    before its "stopped" event, which then names it (`savepoint_id`). The copy takes
+    seconds on S3; in the resumed task it kept Airflow's late result for the deferring try
+    racing the resumed try, which was then put up for retry after a clean stop. The resumed
+    task finds the savepoint as one of this stop (`lifecycle.savepoint_after_stop`) and
+    only returns it. A copy that fails here is left to the resumed task, which fails or
+    succeeds with a typed error of its own."""
 
     def __init__(
         self,
@@ -27,6 +35,8 @@ class StreamingStopTrigger(BaseTrigger):
         poll_interval_s: float = 2.0,
         aws_conn_id: str | None = None,
         awaited_restart: bool = False,
+        savepoint_root: str | None = None,
+        job_name: str | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.checkpoint = checkpoint
@@ -36,6 +46,8 @@ class StreamingStopTrigger(BaseTrigger):
         self.poll_interval_s = poll_interval_s
         self.aws_conn_id = aws_conn_id
         self.awaited_restart = awaited_restart
+        self.savepoint_root = savepoint_root
+        self.job_name = job_name
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -48,6 +60,8 @@ class StreamingStopTrigger(BaseTrigger):
                 "poll_interval_s": self.poll_interval_s,
                 "aws_conn_id": self.aws_conn_id,
                 "awaited_restart": self.awaited_restart,
+                "savepoint_root": self.savepoint_root,
+                "job_name": self.job_name,
             },
         )
 
@@ -89,20 +103,40 @@ class StreamingStopTrigger(BaseTrigger):
                 yield _event({"state": "not_running", "reason": stopped.reason})
                 return
             if stopped is not None:
-                yield _event(
-                    {
-                        "state": "stopped",
-                        "reason": stopped.reason,
-                        "clean": stopped.clean,
-                        "last_planned_batch": stopped.last_planned_batch,
-                        "last_committed_batch": stopped.last_committed_batch,
-                    }
-                )
+                payload: dict[str, Any] = {
+                    "state": "stopped",
+                    "reason": stopped.reason,
+                    "clean": stopped.clean,
+                    "last_planned_batch": stopped.last_planned_batch,
+                    "last_committed_batch": stopped.last_committed_batch,
+                }
+                yield _event({**payload, **await self._savepoint()})
                 return
             if time.monotonic() > deadline:
                 yield _event({"state": "timeout", "reason": "drain bound passed"})
                 return
             await asyncio.sleep(self.poll_interval_s)
+
+    async def _savepoint(self) -> dict[str, Any]:
+        """The stopped job's savepoint, taken here: its id, or why it is left to the task."""
+        from airflow_provider_kafkaspark.errors import KafkaSparkError
+        from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
+        from airflow_provider_kafkaspark.versions import SPARK_VERSION
+
+        if not (self.savepoint_root and self.job_name):
+            return {}
+        try:
+            manifest = await asyncio.to_thread(
+                savepoint_after_stop,
+                self.checkpoint,
+                self.savepoint_root,
+                self.job_name,
+                spark_version=SPARK_VERSION,
+            )
+        except KafkaSparkError as exc:
+            self.log.warning("savepoint left to the resumed task: %s", exc)
+            return {"savepoint_error": str(exc)}
+        return {"savepoint_id": manifest.savepoint_id}
 
 
 def _event(payload: dict[str, Any]) -> TriggerEvent:
