@@ -55,13 +55,17 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     submit.set_defaults(func=submit_job)
 
     status = actions.add_parser("status", help="the driver's state, as its backend sees it")
-    status.add_argument("ref", help="a job reference: a file, or its JSON")
+    _add_job_names(status)
     add_shared(status)
-    with_example(status, "kafkaspark job status clicks.ref.json --json")
+    with_example(
+        status,
+        "kafkaspark job status clicks.ref.json --json",
+        "kafkaspark job status --job clicks --checkpoint s3://b/clicks/checkpoint",
+    )
     status.set_defaults(func=job_status)
 
     stop = actions.add_parser("stop", help="graceful stop through the checkpoint, then a savepoint")
-    stop.add_argument("ref", help="a job reference: a file, or its JSON")
+    _add_job_names(stop)
     stop.add_argument("--drain-timeout", type=float, default=120.0, help="seconds to drain")
     stop.add_argument(
         "--force-kill", action="store_true", help="kill the driver after the drain timeout"
@@ -74,8 +78,24 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     stop.add_argument("--savepoint-root", default=None, help="take a savepoint here after")
     add_shared(stop)
-    with_example(stop, "kafkaspark job stop clicks.ref.json --savepoint-root s3://b/sp")
+    with_example(
+        stop,
+        "kafkaspark job stop clicks.ref.json --savepoint-root s3://b/sp",
+        "kafkaspark job stop --job clicks --checkpoint s3://b/clicks/checkpoint",
+    )
     stop.set_defaults(func=stop_job)
+
+
+def _add_job_names(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "ref",
+        nargs="?",
+        default=None,
+        help="a job reference: a file, or its JSON (default: the one the submit left in the "
+        "checkpoint, with --job and --checkpoint)",
+    )
+    parser.add_argument("--job", default=None, help="the job's name (its spec's job_name)")
+    parser.add_argument("--checkpoint", default=None, help="the job's checkpoint location")
 
 
 Work = Callable[[argparse.Namespace], tuple[dict[str, Any], str]]
@@ -120,6 +140,46 @@ def read_ref(text: str) -> JobRef:
     if isinstance(value, dict) and "job_ref" in value:
         value = value["job_ref"]  # a whole submit handle
     return job_ref_from_dict(value, where)
+
+
+def job_ref_of(args: argparse.Namespace) -> tuple[JobRef | None, str, str]:
+    """(reference, job name, checkpoint) of the job a status or stop is for: the reference
+    given, else the one the submit recorded in the checkpoint's submitted marker (read as the
+    stop operator's `begin_stop` reads it). None when the marker predates references: the
+    checkpoint alone still reaches the driver."""
+    from airflow_provider_kafkaspark.core.control import SUBMITTED_FILE, ControlFolder
+    from airflow_provider_kafkaspark.core.job_ref import check_ref_names
+    from airflow_provider_kafkaspark.errors import InvalidArgumentError
+    from airflow_provider_kafkaspark.lifecycle import marker_ref
+
+    if args.ref is not None:
+        ref = read_ref(args.ref)
+        job, checkpoint = args.job or ref.job_name, args.checkpoint or ref.checkpoint
+        check_ref_names(ref, job_name=job, checkpoint=checkpoint, where="the job reference")
+        return ref, job, checkpoint
+    if not (args.job and args.checkpoint):
+        raise InvalidArgumentError(
+            "name the job: a job reference (the submit's --ref-out file, or its JSON), or "
+            "--job NAME and --checkpoint URL"
+        )
+    checkpoint = args.checkpoint.rstrip("/") or args.checkpoint
+    where = f"{checkpoint}/_kafkaspark/{SUBMITTED_FILE}"
+    marker = ControlFolder(checkpoint).read_submitted()
+    if marker is None:
+        raise InvalidArgumentError(
+            f"{where}: not there, so no submit of job {args.job!r} used this checkpoint; "
+            f"check --checkpoint, or give the submit's job reference"
+        )
+    if marker.job_name != args.job:
+        raise InvalidArgumentError(
+            f"{where} names job {marker.job_name!r}, not {args.job!r}: check --job and --checkpoint"
+        )
+    recorded = marker_ref(marker, checkpoint)
+    if recorded is not None and recorded.checkpoint.rstrip("/") != checkpoint:
+        raise InvalidArgumentError(
+            f"{where}: its job reference is for checkpoint {recorded.checkpoint}, not {checkpoint}"
+        )
+    return recorded, args.job, recorded.checkpoint if recorded is not None else checkpoint
 
 
 def _backend(args: argparse.Namespace) -> JobBackend:
@@ -189,9 +249,13 @@ def _status(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from airflow_provider_kafkaspark.backends import driver_status
     from airflow_provider_kafkaspark.core.control import ControlFolder
 
-    ref = read_ref(args.ref)
-    status = driver_status(ref).to_dict()
-    control = ControlFolder(ref.checkpoint)
+    ref, job, checkpoint = job_ref_of(args)
+    if ref is not None:
+        status = driver_status(ref).to_dict()
+    else:
+        # A marker from before references were recorded: the lease alone tells.
+        status = {"job_name": job, "backend": None, "alive": None, "state": "no job reference"}
+    control = ControlFolder(checkpoint)
     lease = control.live_lease()
     stopped = control.read_stopped()
     status["lease"] = lease.describe() if lease else None
@@ -204,10 +268,10 @@ def _stop(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from airflow_provider_kafkaspark.lifecycle import stop_job as stop
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
-    ref = read_ref(args.ref)
-    print(f"stopping {ref.job_name}: a stop request in {ref.checkpoint}")
+    ref, job, checkpoint = job_ref_of(args)
+    print(f"stopping {job}: a stop request in {checkpoint}")
     stopped = stop(
-        ref.checkpoint,
+        checkpoint,
         requested_by=f"cli:{os.environ.get('USER', 'unknown')}",
         reason="kafkaspark job stop",
         drain_timeout_s=args.drain_timeout,
@@ -216,12 +280,12 @@ def _stop(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         at_batch_boundary=args.at_batch_boundary,
     )
     result: dict[str, Any] = {
-        "job_name": ref.job_name,
+        "job_name": job,
         "stopped": stopped.describe() if stopped else "no driver was running, or it was killed",
     }
     if args.savepoint_root:
         manifest = savepoint_after_stop(
-            ref.checkpoint, args.savepoint_root, ref.job_name, spark_version=SPARK_VERSION
+            checkpoint, args.savepoint_root, job, spark_version=SPARK_VERSION
         )
         result["savepoint_id"] = manifest.savepoint_id
     return result, key_values(result)

@@ -72,3 +72,57 @@ def test_bad_references_exit_2_naming_what_is_wrong(tmp_path: Path) -> None:
     other = json.dumps({"backend": "k8s", "job_name": "j"})
     wrong = cli("job", "stop", other)
     assert wrong.returncode == 2 and "backend 'k8s' is not one of" in wrong.stderr
+
+
+def test_status_and_stop_from_the_job_name_and_checkpoint(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    """No reference kept: the submit left it in the checkpoint's submitted marker, which
+    status and stop read, as the stop operator does."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "cli_job_by_name"
+    create_topic(bootstrap, topic, 1)
+    produce_numbered(bootstrap, topic, 100)
+    checkpoint = str(tmp_path / "checkpoint")
+    spec = {
+        "job_name": "cli_by_name",
+        "source": {"bootstrap_servers": bootstrap, "subscribe": [topic]},
+        "sql": "SELECT partition, offset FROM source",
+        "sink": {"kind": "parquet", "path": str(tmp_path / "out")},
+        "checkpoint_location": checkpoint,
+        "trigger_interval": "1 second",
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    submitted = cli(
+        "job", "submit", str(tmp_path / "spec.json"), "--master", "local[1]",
+        "--workdir", str(tmp_path / "jobs"), "--json",
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    handle = json.loads(submitted.stdout)
+    names = ("--job", "cli_by_name", "--checkpoint", checkpoint)
+    try:
+        deadline = time.monotonic() + 180
+        while committed_batches(checkpoint) < 0:
+            assert time.monotonic() < deadline, Path(handle["log_file"]).read_text()[-3000:]
+            time.sleep(1)
+        status = cli("job", "status", *names, "--json")
+        assert status.returncode == 0, status.stderr
+        seen = json.loads(status.stdout)
+        assert seen["alive"] is True and seen["pid"] == handle["pid"]
+        assert seen["lease"] and "cli_by_name" in seen["lease"]
+
+        other = cli("job", "stop", "--job", "other_job", "--checkpoint", checkpoint)
+        assert other.returncode == 2, other.stderr
+        assert "submitted.json names job 'cli_by_name', not 'other_job'" in other.stderr
+        assert len(other.stderr.strip().splitlines()) == 1
+        nowhere = cli("job", "status", "--job", "cli_by_name", "--checkpoint", str(tmp_path))
+        assert nowhere.returncode == 2 and "submitted.json: not there" in nowhere.stderr
+        unnamed = cli("job", "stop", "--job", "cli_by_name")
+        assert unnamed.returncode == 2 and "--job NAME and --checkpoint URL" in unnamed.stderr
+    finally:
+        stopped = cli("job", "stop", *names, "--savepoint-root", str(tmp_path / "sp"), "--json")
+    assert stopped.returncode == 0, stopped.stderr
+    result = json.loads(stopped.stdout)
+    assert "clean" in result["stopped"] and result["savepoint_id"].startswith("cli_by_name-")
+    after = json.loads(cli("job", "status", *names, "--json").stdout)
+    assert after["alive"] is False and after["lease"] is None and "stop" in after["stopped"]
