@@ -1,0 +1,41 @@
+"""The README's jar list is the one versions.py gives (what the setup resolves)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_kafkaspark.devtools.readme_jars import BEGIN, END, README, jar_list, main
+from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.versions import SPARK_LINES
+
+
+def test_the_readme_lists_the_jars_versions_py_gives() -> None:
+    assert jar_list() in README.read_text(), (
+        "README.md's jar list differs from versions.py: "
+        "run python -m airflow_provider_kafkaspark.devtools.readme_jars"
+    )
+
+
+def test_every_artifact_of_every_release_is_in_the_list() -> None:
+    listed = jar_list()
+    for line in SPARK_LINES.values():
+        for coordinate in (*line.connector_artifacts(), *line.s3a_artifacts()):
+            assert f"`{coordinate}`" in listed
+
+
+def test_check_finds_a_stale_list_and_the_rewrite_fixes_it(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{BEGIN}\n  - Spark 4.0.0: `hadoop-aws` only\n{END}\nafter\n")
+    assert main(["--check", "--readme", str(readme)]) == 1
+    assert main(["--readme", str(readme)]) == 0
+    assert readme.read_text() == f"before\n{jar_list()}\nafter\n"
+    assert main(["--check", "--readme", str(readme)]) == 0
+
+
+def test_a_readme_without_its_markers_is_named(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("no list here\n")
+    with pytest.raises(InvalidInputError, match=r"README\.md: expected one jar list"):
+        main(["--readme", str(readme)])
