@@ -6,7 +6,9 @@ reaches it can observe or kill the job, and no pid is involved. Driver restarts 
 own (`spark.yarn.maxAppAttempts` within `spark.yarn.am.attemptFailuresValidityInterval`).
 
 What travels with each submit: the job spec (`--files`), the provider's code as a zip
-(`--py-files`), the job's `python_path` archives, and the connector jars given in `jars`. The
+(`--py-files`), the job's `python_path` entries (folders zipped, archives copied, each under
+the name the spec then gives the driver; `--py-files` too), and the connector jars given in
+`jars`. The
 nodes need a Python with the driver's dependencies (pyspark, confluent-kafka, s3fs) named by
 `spark.pyspark.python`, usually in the cluster's spark-defaults.conf.
 """
@@ -99,16 +101,22 @@ class YarnBackend:
     def submit(self, spec: JobSpec, options: SubmitOptions) -> Submitted:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        from airflow_provider_kafkaspark.backends.package_archive import package_zip
+        from airflow_provider_kafkaspark.backends.package_archive import (
+            package_zip,
+            ship_python_path,
+        )
         from airflow_provider_kafkaspark.core.job_code import is_local
         from airflow_provider_kafkaspark.spark import runner
 
         resource_manager = self.resource_manager()
         with tempfile.TemporaryDirectory(prefix="kafkaspark-submit-") as tmp:
             folder = Path(tmp)
+            # YARN localizes each --py-files file into the containers' working folder under
+            # its own name, which is what the shipped spec names.
+            spec, shipped = ship_python_path(spec, folder)
             spec_file = write_private(folder / f"{spec.job_name}.spec.json", spec.to_json())
-            archives = [str(package_zip(folder))]
-            archives += [p for p in spec.python_path if not (is_local(p) and os.path.isdir(p))]
+            archives = [str(package_zip(folder)), *map(str, shipped)]
+            archives += [p for p in spec.python_path if not is_local(p)]
             conf = {
                 **restart_conf(options.restart_policy),
                 "spark.yarn.submit.waitAppCompletion": "false",

@@ -3,7 +3,10 @@
 The driver is a separate process (or a container on a cluster): a module next to the DAG
 files is not on its Python path. A job spec's `python_path` lists folders and archives
 (.zip, .egg, .whl) to put there; relative entries are resolved against the DAG file's folder
-at submit time, so the spec the driver reads holds absolute paths only.
+at submit time. A path of the submit host means nothing on the driver's node, so the submit
+ships every local entry with the job, as a file of its own name (`ship_plan`: a folder
+zipped), and the spec the driver reads names that file (`shipped_spec`); the driver finds it
+in its working folder or its SparkFiles folder (`locate_python_path`).
 
 No import of the author's code: a submit looks for the module's file, it does not run it (the
 driver does, and reports an import error as a bad job). Kafka is asked only by
@@ -16,9 +19,11 @@ import dataclasses
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from airflow_provider_kafkaspark.core.jobspec import JobSpec, JobSpecError
 from airflow_provider_kafkaspark.errors import TopicNotFoundError
@@ -69,12 +74,107 @@ def check_code_visible(spec: JobSpec, search_path: Sequence[str] | None = None) 
         )
 
 
-def driver_python_path(spec: JobSpec, existing: str | None) -> str | None:
-    """PYTHONPATH for a local driver: the spec's local entries first, then `existing`."""
-    entries = [e for e in spec.python_path if is_local(e)]
+def driver_python_path(
+    spec: JobSpec, existing: str | None, base_dir: str | None = None
+) -> str | None:
+    """PYTHONPATH for a local driver: the spec's local entries first (relative ones, the
+    shipped names, joined to `base_dir`, the driver's working folder), then `existing`."""
+    entries = [
+        os.path.join(base_dir, e) if base_dir and not os.path.isabs(e) else e
+        for e in spec.python_path
+        if is_local(e)
+    ]
     if existing:
         entries.append(existing)
     return os.pathsep.join(entries) or None
+
+
+EntryKind = Literal["folder", "archive", "file"]
+
+# What Spark's addPyFile puts on an executor's sys.path by the name's end (pyspark's
+# SparkContext.PACKAGE_EXTENSIONS); a wheel is a zip too, but only these names are added.
+_ARCHIVE_SUFFIXES = (".zip", ".egg", ".jar")
+# A shipped name goes into spark-submit's comma-separated --py-files, and YARN reads '#' in a
+# resource's name as a rename.
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass(frozen=True)
+class ShippedEntry:
+    """One local `python_path` entry as it travels: `source` on the submit host, written to
+    the job's files as `name` (`zip` of a folder or a lone file, or a `copy` of an archive)."""
+
+    index: int
+    source: str
+    name: str
+    how: Literal["zip", "copy"]
+
+
+def shipped_name(index: int, source: str, kind: EntryKind) -> str:
+    """The file name an entry travels under: unique per index (two folders both named `jobs`
+    are `python_path_0_jobs.zip` and `python_path_1_jobs.zip`), never the provider's own
+    zip's name, and ending as addPyFile needs to put it on the executors' path."""
+    base = _UNSAFE.sub("_", os.path.basename(os.path.normpath(source))) or "root"
+    if kind == "archive" and base.lower().endswith(_ARCHIVE_SUFFIXES):
+        return f"python_path_{index}_{base}"
+    return f"python_path_{index}_{base}.zip"
+
+
+def ship_plan(
+    python_path: Sequence[str], kind_of: Callable[[str], EntryKind | None]
+) -> tuple[ShippedEntry, ...]:
+    """What to ship for each local entry (URLs travel as they are). `kind_of` says what an
+    entry is on the submit host, None when it does not exist: a typed error naming it."""
+    plan: list[ShippedEntry] = []
+    for i, entry in enumerate(python_path):
+        if not is_local(entry):
+            continue
+        kind = kind_of(entry)
+        if kind is None:
+            raise JobSpecError(
+                f"job spec field 'python_path[{i}]': {entry} does not exist on the submit host"
+            )
+        how: Literal["zip", "copy"] = "copy" if kind == "archive" else "zip"
+        plan.append(ShippedEntry(i, entry, shipped_name(i, entry, kind), how))
+    return tuple(plan)
+
+
+def shipped_spec(spec: JobSpec, plan: Sequence[ShippedEntry]) -> JobSpec:
+    """The spec the driver reads: each shipped entry replaced by its shipped name."""
+    names = {item.index: item.name for item in plan}
+    entries = tuple(names.get(i, entry) for i, entry in enumerate(spec.python_path))
+    return dataclasses.replace(spec, python_path=entries)
+
+
+def locate_python_path(
+    python_path: Sequence[str], roots: Sequence[str], exists: Callable[[str], bool]
+) -> list[str]:
+    """Where the driver finds each entry: a shipped name (relative) in the first of `roots`
+    (its working folder, where YARN and the local launcher put the job's files, then its
+    SparkFiles folder) that has it; a URL as it is; an absolute path only where it exists
+    (a spec run by hand). A missing one is a typed error naming the field and the name."""
+    found: list[str] = []
+    for i, entry in enumerate(python_path):
+        if not is_local(entry):
+            found.append(entry)
+        elif os.path.isabs(entry):
+            if not exists(entry):
+                raise JobSpecError(
+                    f"job spec field 'python_path[{i}]': {entry} does not exist on the "
+                    f"driver's host (a submit ships local entries; this spec was not submitted)"
+                )
+            found.append(entry)
+        else:
+            hits = [os.path.join(root, entry) for root in roots if root]
+            path = next((p for p in hits if exists(p)), None)
+            if path is None:
+                raise JobSpecError(
+                    f"job spec field 'python_path[{i}]': the shipped file {entry!r} is not "
+                    f"in the driver's folders ({', '.join(r for r in roots if r)}); it was "
+                    f"not shipped with the job"
+                )
+            found.append(path)
+    return found
 
 
 def _findable(top: str, entries: list[str], search_path: Sequence[str] | None) -> bool:

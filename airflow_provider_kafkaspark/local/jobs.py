@@ -70,12 +70,17 @@ class LocalJobHandle:
         )
 
 
-def write_spec_file(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:
-    """The spec as a file only its owner can read (it may hold client secrets)."""
+def spec_file_path(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:
+    """Where a driver's spec file goes in `workdir` (created); its log and working folder
+    are named after it."""
     folder = Path(workdir)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{spec.job_name}-{time.strftime('%Y%m%dT%H%M%S')}.spec.json"
-    return write_private(path, spec.to_json())
+    return folder / f"{spec.job_name}-{time.strftime('%Y%m%dT%H%M%S')}.spec.json"
+
+
+def write_spec_file(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:
+    """The spec as a file only its owner can read (it may hold client secrets)."""
+    return write_private(spec_file_path(spec, workdir), spec.to_json())
 
 
 # Airflow's connections and variables given as environment variables hold secrets (a
@@ -102,17 +107,23 @@ def start_local_job(
     policy, a supervisor process starts (and restarts) the runner.
 
     The driver runs in a folder of its own next to its log, not in the caller's (an Airflow
-    worker's) working folder; relative local paths in the spec are made absolute first."""
+    worker's) working folder; relative local paths in the spec are made absolute first. The
+    spec's `python_path` entries are shipped into that folder, as to a cluster's container:
+    the driver (and a restart of it) reads them there, not where the caller had them."""
+    from airflow_provider_kafkaspark.backends.package_archive import ship_python_path
+
     caller_dir = os.getcwd()
     spec = spec.with_local_paths_absolute(caller_dir)
-    spec_file = write_spec_file(spec, Path(caller_dir, workdir))
+    spec_file = spec_file_path(spec, Path(caller_dir, workdir))
     log_file = spec_file.with_name(spec_file.name.replace(".spec.json", ".log"))
     work_dir = spec_file.with_name(spec_file.name.replace(".spec.json", ".work"))
     work_dir.mkdir(exist_ok=True)
+    spec, _ = ship_python_path(spec, work_dir)
+    write_private(spec_file, spec.to_json())
     python = driver_python(spec.spark_conf)
     child_env = {**driver_environment(), **python_env(master, python), **(env or {})}
     python_path = driver_python_path(
-        spec, _absolute_entries(child_env.get("PYTHONPATH"), caller_dir)
+        spec, _absolute_entries(child_env.get("PYTHONPATH"), caller_dir), str(work_dir)
     )
     if python_path:
         # The driver, its JVM and the Python workers it forks all inherit it.

@@ -90,18 +90,27 @@ def source_frame(spark: SparkSession, spec: JobSpec, *, streaming: bool = True) 
 
 
 def add_python_path(spark: SparkSession, spec: JobSpec) -> None:
-    """The spec's `python_path`: on this driver's sys.path, and archives shipped to the
-    executors (folders reach local executors through PYTHONPATH, set by the launcher)."""
-    from airflow_provider_kafkaspark.core.job_code import is_local
+    """The spec's `python_path` on this driver's sys.path, and its archives on the executors'.
 
-    for i, entry in enumerate(spec.python_path):
-        if is_local(entry) and not os.path.exists(entry):
-            raise InvalidInputError(f"job spec field 'python_path[{i}]': {entry} does not exist")
-    for entry in reversed(spec.python_path):
+    A submit ships local entries with the job under the names the spec gives: YARN puts them
+    in the container's working folder, the local launcher in the driver's; SparkFiles is the
+    last place looked. Files already in `--py-files` (`spark.submit.pyFiles`) reach the
+    executors through spark-submit; the others go through addPyFile. A missing entry is a bad
+    job (InvalidInputError), named by its field."""
+    from pyspark import SparkFiles
+
+    from airflow_provider_kafkaspark.core.job_code import is_local, locate_python_path
+
+    roots = [os.getcwd(), SparkFiles.getRootDirectory()]
+    found = locate_python_path(spec.python_path, roots, os.path.exists)
+    submitted = spark.sparkContext.getConf().get("spark.submit.pyFiles", "") or ""
+    by_submit = {os.path.basename(p) for p in submitted.split(",") if p}
+    for entry in reversed(found):
         if is_local(entry) and entry not in sys.path:
             sys.path.insert(0, entry)
-        if entry.endswith((".zip", ".egg", ".whl", ".py")) or not os.path.isdir(entry):
-            spark.sparkContext.addPyFile(entry)
+        if os.path.isdir(entry) or os.path.basename(entry) in by_submit:
+            continue
+        spark.sparkContext.addPyFile(entry)
 
 
 def start_query(

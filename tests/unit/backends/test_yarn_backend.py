@@ -44,6 +44,11 @@ class RecordingHook:
             "properties_mode": stat.S_IMODE(Path(self.kwargs["properties_file"]).stat().st_mode),
             "spec": json.loads(Path(self.kwargs["files"]).read_text()),
             "package": zipfile.ZipFile(self.kwargs["py_files"].split(",")[0]).namelist(),
+            "shipped": {
+                Path(f).name: zipfile.ZipFile(f).namelist()
+                for f in self.kwargs["py_files"].split(",")[1:]
+                if "://" not in f
+            },
         }
         RecordingHook.calls.append({"application": application, **self.kwargs, **files})
         self._yarn_application_id = self.app_id
@@ -104,6 +109,22 @@ def test_a_submit_hands_the_runner_the_code_and_the_policy(
     assert f"spark.yarn.appMasterEnv.AWS_SECRET_ACCESS_KEY {SECRET}" in lines
     assert f"spark.executorEnv.AWS_SECRET_ACCESS_KEY {SECRET}" in lines
     assert not Path(call["properties_file"]).exists()  # removed after the submit
+
+
+def test_python_path_folders_travel_in_py_files_and_the_spec_names_them(
+    recorder: type[RecordingHook], tmp_path: Path
+) -> None:
+    code = tmp_path / "dags" / "jobs"
+    code.mkdir(parents=True)
+    (code / "clicks_job.py").write_text("def transform(df):\n    return df\n")
+    given = JobSpec.from_dict({**spec().to_dict(), "python_path": [str(code), "s3://b/extra.zip"]})
+    YarnBackend("spark_yarn").submit(given, SubmitOptions(workdir=str(tmp_path)))
+    (call,) = recorder.calls
+    assert call["shipped"] == {"python_path_0_jobs.zip": ["clicks_job.py"]}
+    assert call["py_files"].endswith(",s3://b/extra.zip")
+    # The driver reads the shipped name, never the submit host's path.
+    assert call["spec"]["python_path"] == ["python_path_0_jobs.zip", "s3://b/extra.zip"]
+    assert str(tmp_path) not in json.dumps(call["spec"])
 
 
 def test_a_submit_without_an_application_id_is_an_error(
