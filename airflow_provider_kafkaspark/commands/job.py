@@ -38,6 +38,12 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "runs in YARN)",
     )
     submit.add_argument("--jars", default=None, help="jars for spark-submit on YARN (comma list)")
+    submit.add_argument(
+        "--spark-home",
+        default=None,
+        help="the Spark whose bin/spark-submit a YARN submit runs (default: SPARK_HOME, PATH, "
+        "then this environment's pyspark)",
+    )
     submit.add_argument("--workdir", default="/tmp/kafkaspark/jobs", help="local drivers' files")
     submit.add_argument("--if-running", choices=["fail", "skip", "replace"], default="fail")
     submit.add_argument("--restore-from", default=None, help="a savepoint id, or latest")
@@ -184,11 +190,26 @@ def job_ref_of(args: argparse.Namespace) -> tuple[JobRef | None, str, str]:
 
 def _backend(args: argparse.Namespace) -> JobBackend:
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
-    from airflow_provider_kafkaspark.submit_flow import deployment_backend
+    from airflow_provider_kafkaspark.submit_flow import (
+        BackendKind,
+        backend_kind,
+        deployment_backend,
+    )
 
     master, mode = args.master, None
     if args.spark_conn_id:
+        from airflow_provider_kafkaspark.commands.spark_submit import (
+            connection_binary,
+            use_spark_submit,
+        )
+
+        # Before the official hook reads the connection: it raises a bare ValueError for the
+        # extras it refuses, and finds a missing binary only once it runs it, after the probe.
+        binary = connection_binary(args.spark_conn_id)
         master, mode = KafkaSparkHook(spark_conn_id=args.spark_conn_id).spark_connection()
+        if backend_kind(master, mode) is BackendKind.YARN:
+            found = use_spark_submit(binary, args.spark_home)
+            print(f"spark-submit: {found.path} (from {found.source})")
     return deployment_backend(master, mode, spark_conn_id=args.spark_conn_id, jars=args.jars)
 
 
