@@ -8,9 +8,8 @@ own (`spark.yarn.maxAppAttempts` within `spark.yarn.am.attemptFailuresValidityIn
 What travels with each submit: the job spec (`--files`), the provider's code as a zip
 (`--py-files`), the job's `python_path` entries (folders zipped, archives copied, each under
 the name the spec then gives the driver; `--py-files` too), and the connector jars given in
-`jars`. The
-nodes need a Python with the driver's dependencies (pyspark, confluent-kafka, s3fs) named by
-`spark.pyspark.python`, usually in the cluster's spark-defaults.conf.
+`jars`. The nodes need a Python with the driver's dependencies (pyspark, confluent-kafka,
+s3fs) named by `spark.pyspark.python`, usually in the cluster's spark-defaults.conf.
 """
 
 from __future__ import annotations
