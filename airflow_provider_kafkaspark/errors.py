@@ -83,6 +83,11 @@ class LeaseHeldError(RefusedError):
     """A live driver holds the checkpoint's lease."""
 
 
+class LeaseLostError(LeaseHeldError):
+    """A driver's lease was taken over, removed or rewritten by another since this driver last
+    wrote it: the driver must stop, never write it again."""
+
+
 class KafkaUnavailableError(KafkaSparkError):
     """Kafka did not answer within the chosen timeout."""
 

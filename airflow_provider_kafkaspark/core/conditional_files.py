@@ -41,12 +41,16 @@ class ConditionalFiles(Protocol):
 
     def read(self, path: str) -> Versioned | None: ...
 
-    def create(self, path: str, data: bytes) -> bool:
-        """Write `data` if nothing is at `path`; False if something is."""
+    def create(self, path: str, data: bytes) -> str | None:
+        """Write `data` if nothing is at `path`: the version written, or None if something
+        is there."""
         ...
 
-    def replace(self, path: str, data: bytes, version: str) -> bool:
-        """Write `data` if `path` is still at `version`; False if it changed or vanished."""
+    def replace(self, path: str, data: bytes, version: str) -> str | None:
+        """Write `data` if `path` is still at `version`: the version written, or None if it
+        changed or vanished. The writer keeps the version it wrote, so that its next replace
+        (a lease renewal) is fenced by it: a file rewritten or removed by anyone else since
+        is never written over."""
         ...
 
     def delete(self, path: str, version: str) -> bool:
@@ -94,10 +98,10 @@ class S3ConditionalFiles:
             return None
         return Versioned(data, etag)
 
-    def create(self, path: str, data: bytes) -> bool:
+    def create(self, path: str, data: bytes) -> str | None:
         return self._put(path, data, mode="create")
 
-    def replace(self, path: str, data: bytes, version: str) -> bool:
+    def replace(self, path: str, data: bytes, version: str) -> str | None:
         return self._put(path, data, IfMatch=version)
 
     def delete(self, path: str, version: str) -> bool:
@@ -115,16 +119,22 @@ class S3ConditionalFiles:
             self.fs.invalidate_cache(path)
         return True
 
-    def _put(self, path: str, data: bytes, **condition: str) -> bool:
+    def _put(self, path: str, data: bytes, **condition: str) -> str | None:
         try:
-            self.fs.pipe_file(path, data, **condition)
+            response = self.fs.pipe_file(path, data, **condition)
         except OSError as exc:
             if _precondition_failed(exc):
-                return False
+                return None
             raise
         finally:
             self.fs.invalidate_cache(path)
-        return True
+        etag = response.get("ETag") if isinstance(response, dict) else None
+        if etag:
+            return str(etag)
+        # No ETag in the answer (a store that omits it): the one a read gives now. A writer
+        # in between makes this version newer than ours, and our next replace is refused.
+        current = self.read(path)
+        return current.version if current is not None else None
 
 
 # -- local disk -------------------------------------------------------------------------------
@@ -141,20 +151,20 @@ class LocalConditionalFiles:
             return None
         return Versioned(data, _digest(data))
 
-    def create(self, path: str, data: bytes) -> bool:
+    def create(self, path: str, data: bytes) -> str | None:
         with self._locked(path):
             if os.path.exists(path):
-                return False
+                return None
             self._write(path, data)
-        return True
+        return _digest(data)
 
-    def replace(self, path: str, data: bytes, version: str) -> bool:
+    def replace(self, path: str, data: bytes, version: str) -> str | None:
         with self._locked(path):
             current = self.read(path)
             if current is None or current.version != version:
-                return False
+                return None
             self._write(path, data)
-        return True
+        return _digest(data)
 
     def delete(self, path: str, version: str) -> bool:
         with self._locked(path):
@@ -203,14 +213,16 @@ class ReadBackFiles:
             return None
         return Versioned(data, _digest(data))
 
-    def create(self, path: str, data: bytes) -> bool:
-        return self.read(path) is None and self._write_and_check(path, data)
+    def create(self, path: str, data: bytes) -> str | None:
+        if self.read(path) is not None:
+            return None
+        return self._write_and_check(path, data)
 
-    def replace(self, path: str, data: bytes, version: str) -> bool:
+    def replace(self, path: str, data: bytes, version: str) -> str | None:
         current = self.read(path)
-        return (
-            current is not None and current.version == version and self._write_and_check(path, data)
-        )
+        if current is None or current.version != version:
+            return None
+        return self._write_and_check(path, data)
 
     def delete(self, path: str, version: str) -> bool:
         current = self.read(path)
@@ -219,11 +231,11 @@ class ReadBackFiles:
         self.fs.rm(path)
         return True
 
-    def _write_and_check(self, path: str, data: bytes) -> bool:
+    def _write_and_check(self, path: str, data: bytes) -> str | None:
         parent = posixpath.dirname(path)
         self.fs.makedirs(parent, exist_ok=True)
         tmp = posixpath.join(parent, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
         self.fs.pipe_file(tmp, data)
         self.fs.mv(tmp, path)
         written = self.read(path)
-        return written is not None and written.data == data
+        return written.version if written is not None and written.data == data else None

@@ -6,6 +6,11 @@ atomic (temp file, then rename), so a reader never sees half a file. The lease i
 conditionally (create if absent, replace if unchanged; core/conditional_files.py), so of two
 drivers that race for one checkpoint exactly one takes it.
 
+Renewal and release are fenced: each is conditional on the version of the lease file this
+holder last wrote (an S3 ETag, a digest on local disk), so a driver paused past its lease's
+expiry, whose lease another driver took over (and perhaps released since), is refused on
+its next renewal instead of writing the lease back.
+
 A stopped report signed by the lease's holder ends that lease: the driver writes the report
 once its query has stopped and removes the lease only after it, so a reader that sees the
 report may act on the checkpoint at once (`ControlFolder.live_lease`), with or without a pid.
@@ -27,6 +32,7 @@ from airflow_provider_kafkaspark.core.storage import Location, open_location
 from airflow_provider_kafkaspark.errors import (
     ControlFileError,
     LeaseHeldError,
+    LeaseLostError,
     StorageError,
     StorageNotFoundError,
 )
@@ -60,11 +66,20 @@ class Lease:
     started_at_ms: int
     heartbeat_at_ms: int
     ttl_ms: int = DEFAULT_LEASE_TTL_MS
+    # The cluster manager's application and attempt (YARN: application_..., "1", "2"): a
+    # later attempt of the same application may take over an earlier one's lease at once.
     application_id: str | None = None
+    attempt_id: str | None = None
 
     @classmethod
     def new(
-        cls, job_name: str, *, ttl_ms: int = DEFAULT_LEASE_TTL_MS, at_ms: int | None = None
+        cls,
+        job_name: str,
+        *,
+        ttl_ms: int = DEFAULT_LEASE_TTL_MS,
+        at_ms: int | None = None,
+        application_id: str | None = None,
+        attempt_id: str | None = None,
     ) -> Lease:
         t = now_ms() if at_ms is None else at_ms
         return cls(
@@ -75,6 +90,8 @@ class Lease:
             started_at_ms=t,
             heartbeat_at_ms=t,
             ttl_ms=ttl_ms,
+            application_id=application_id,
+            attempt_id=attempt_id,
         )
 
     def is_fresh(self, at_ms: int | None = None) -> bool:
@@ -100,6 +117,8 @@ class Lease:
 
     def describe(self) -> str:
         app = f", application {self.application_id}" if self.application_id else ""
+        if self.application_id and self.attempt_id:
+            app += f" attempt {self.attempt_id}"
         return f"driver {self.owner_id[:8]} (job {self.job_name}, {self.host} pid {self.pid}{app})"
 
 
@@ -242,6 +261,53 @@ class WrittenBy:
     recorded_at_ms: int
 
 
+def later_attempt(held: Lease, mine: Lease) -> bool:
+    """Whether `mine` is a later attempt of the application that holds `held`. A cluster
+    manager starts an application's next attempt only once it has ended the one before (YARN
+    runs one application master at a time), so that holder is finished or lost: its lease
+    need not be waited out. The holder's clock plays no part."""
+    if not (held.application_id and held.attempt_id and mine.attempt_id):
+        return False
+    if held.application_id != mine.application_id:
+        return False
+    try:
+        return int(held.attempt_id) < int(mine.attempt_id)
+    except ValueError:
+        return False
+
+
+TakeoverStep = Literal["take", "wait", "refuse"]
+
+
+def takeover_step(
+    held: Lease | None,
+    mine: Lease,
+    *,
+    unchanged_for_ms: float,
+    renewed_while_watched: bool,
+    holder_gone: bool = False,
+    holder_stopped: bool = False,
+    at_ms: int | None = None,
+) -> TakeoverStep:
+    """What a starting driver does about the lease it found, from what it observed.
+
+    Take it when there is none, when it is ours, expired, signed off by a stopped report,
+    held by an earlier attempt of our own application, or by a process this host knows is
+    gone. Refuse when the holder renewed it while we watched: a live driver. Otherwise the
+    holder may have died where we cannot see (another node): wait, and take the lease once
+    it stayed unchanged for its whole ttl by our own clock, whatever the holder's clock said.
+    """
+    if held is None or held.owner_id == mine.owner_id:
+        return "take"
+    if holder_stopped or holder_gone or later_attempt(held, mine):
+        return "take"
+    if not held.is_fresh(at_ms) or unchanged_for_ms > held.ttl_ms:
+        return "take"
+    if renewed_while_watched:
+        return "refuse"
+    return "wait"
+
+
 class ControlFolder:
     """Readers and writers of the control files of one checkpoint location."""
 
@@ -249,6 +315,9 @@ class ControlFolder:
         base = open_location(checkpoint) if isinstance(checkpoint, str) else checkpoint
         self.location = base.child(CONTROL_DIR)
         self._lease_files = conditional_files(self.location)
+        # owner id -> the version of the lease file that owner last wrote through this folder:
+        # what its renewal and release are conditional on.
+        self._lease_versions: dict[str, str] = {}
 
     # -- generic --------------------------------------------------------------------
 
@@ -285,15 +354,23 @@ class ControlFolder:
         return self._lease_files.guarantee
 
     def acquire_lease(
-        self, lease: Lease, *, at_ms: int | None = None, force: bool = False
+        self,
+        lease: Lease,
+        *,
+        at_ms: int | None = None,
+        force: bool = False,
+        over: Lease | None = None,
     ) -> Lease | None:
         """Take the lease for `lease.owner_id`; returns the expired lease taken over, if any.
 
-        Refuses with `LeaseHeldError` while another owner's lease is fresh. The write is
-        conditional on what was read (create if absent, replace if unchanged): of two
-        drivers racing, the one whose condition no longer holds refuses."""
+        Refuses with `LeaseHeldError` while another owner's lease is fresh, unless it is
+        exactly `over` (the lease a caller decided to take over, `takeover_step`): a lease
+        renewed or taken by another since is refused. The write is conditional on what was
+        read (create if absent, replace if unchanged): of two drivers racing, the one whose
+        condition no longer holds refuses."""
         current = self._read_lease_versioned()
         held = current[0] if current else None
+        force = force or (over is not None and held == over)
         step = lease_step(held, lease.owner_id, at_ms=at_ms, force=force)
         if step == "refuse":
             assert held is not None
@@ -310,22 +387,39 @@ class ControlFolder:
         return held if held is not None and held.owner_id != lease.owner_id else None
 
     def renew_lease(self, lease: Lease, *, application_id: str | None = None) -> Lease:
-        current = self._read_lease_versioned()
-        if current is not None and current[0].owner_id != lease.owner_id:
-            raise LeaseHeldError(
-                f"{self.location.describe(LEASE_FILE)}: taken over by {current[0].describe()}"
-            )
+        """Renew the lease this folder last wrote for `lease.owner_id`, on condition that the
+        file is still that version. Raises `LeaseLostError` when it was taken over, removed
+        (another driver took it over and released it) or never held here: the caller must
+        stop, not take the lease again."""
+        where = self.location.describe(LEASE_FILE)
+        version = self._lease_versions.get(lease.owner_id)
+        if version is None:
+            raise LeaseLostError(f"{where}: not held by {lease.describe()}")
         renewed = lease.renewed(application_id=application_id)
-        if not self._write_lease(renewed, current[1] if current else None):
-            winner = self.read_lease()
-            holder = winner.describe() if winner else "nobody"
-            raise LeaseHeldError(f"{self.location.describe(LEASE_FILE)}: taken over by {holder}")
-        return renewed
-
-    def release_lease(self, lease: Lease) -> None:
+        if self._write_lease(renewed, version):
+            return renewed
         current = self._read_lease_versioned()
         if current is not None and current[0].owner_id == lease.owner_id:
-            self._lease_files.delete(self.location.path(LEASE_FILE), current[1])
+            # Our own write whose answer was lost (a retried request): only this owner ever
+            # writes its id, so nobody came in between; continue from that version.
+            self._lease_versions[lease.owner_id] = current[1]
+            if self._write_lease(renewed, current[1]):
+                return renewed
+            current = self._read_lease_versioned()
+        self._lease_versions.pop(lease.owner_id, None)
+        if current is None:
+            raise LeaseLostError(
+                f"{where}: gone since {lease.describe()} last renewed it (taken over and "
+                f"released by another driver, or removed)"
+            )
+        raise LeaseLostError(f"{where}: taken over by {current[0].describe()}")
+
+    def release_lease(self, lease: Lease) -> None:
+        """Remove the lease if it is still the version this owner last wrote; a lease taken
+        over since is another driver's and stays."""
+        version = self._lease_versions.pop(lease.owner_id, None)
+        if version is not None:
+            self._lease_files.delete(self.location.path(LEASE_FILE), version)
 
     def _read_lease_versioned(self) -> tuple[Lease, str] | None:
         found = self._lease_files.read(self.location.path(LEASE_FILE))
@@ -339,12 +433,18 @@ class ControlFolder:
         return _from_dict(Lease, raw, where), found.version
 
     def _write_lease(self, lease: Lease, version: str | None) -> bool:
-        """Create the lease file (version None) or replace the one at `version`."""
+        """Create the lease file (version None) or replace the one at `version`; the version
+        written is kept for this owner's next renewal or release."""
         data = json.dumps(asdict(lease), sort_keys=True).encode("utf-8")
         path = self.location.path(LEASE_FILE)
         if version is None:
-            return self._lease_files.create(path, data)
-        return self._lease_files.replace(path, data, version)
+            written = self._lease_files.create(path, data)
+        else:
+            written = self._lease_files.replace(path, data, version)
+        if written is None:
+            return False
+        self._lease_versions[lease.owner_id] = written
+        return True
 
     def live_lease(self, at_ms: int | None = None) -> Lease | None:
         """The lease of a driver that may still run, or None: no lease, an expired one, or
@@ -359,8 +459,10 @@ class ControlFolder:
         return lease
 
     def finish(self, lease: Lease, report: StoppedReport) -> None:
-        """The driver's last step, in this order: the report (which ends the lease for every
-        reader), then the lease file."""
+        """The driver's last step, in this order: a last fenced renewal (`LeaseLostError`
+        when the lease is no longer this driver's: the report is then another driver's to
+        write), the report (which ends the lease for every reader), then the lease file."""
+        self.renew_lease(lease)
         self.write_stopped(report)
         self.release_lease(lease)
 

@@ -34,7 +34,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointPosition, CheckpointReader
@@ -43,6 +43,7 @@ from airflow_provider_kafkaspark.core.control import (
     Lease,
     StoppedReport,
     now_ms,
+    takeover_step,
 )
 from airflow_provider_kafkaspark.core.drain import FinishedTrigger, may_stop_now, stopped_cleanly
 from airflow_provider_kafkaspark.core.offsets import offsets_json
@@ -64,6 +65,9 @@ EXIT_LEASE_HELD = 3
 EXIT_BAD_JOB = 4
 LISTENER_CATCH_UP_S = 10.0
 POLL_S = 1  # seconds between looks at the stop request (awaitTermination takes int)
+# A starting driver waits at most this long for a lease whose holder it cannot see to expire
+# (a lease's ttl is 30 s by default; a holder seen renewing is refused at once).
+MAX_TAKEOVER_WAIT_S = 180.0
 
 
 @dataclass
@@ -97,6 +101,8 @@ class ManagedQuery:
         self._stop_event = threading.Event()
         self._done = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
+        self._renewed_at = time.monotonic()  # monotonic time of the last write of the lease
+        self.lease_lost_at: float | None = None
         self._finished = False
         self.lag: LagCommitter | None = None
         if options.kafka_config is not None and options.lag_group:
@@ -111,9 +117,10 @@ class ManagedQuery:
     # -- entry point ----------------------------------------------------------------------
 
     def run(self, start: Callable[[], StreamingQuery]) -> int:
-        self.lease = self.lease.taken()
+        app_id, attempt_id = application_attempt(self.spark)
+        self.lease = replace(self.lease, application_id=app_id, attempt_id=attempt_id)
         try:
-            previous = self.control.acquire_lease(self.lease, force=self._holder_is_dead())
+            previous = self._take_lease()
         except LeaseHeldError as exc:
             log.error("refusing to start: %s", exc)
             return EXIT_LEASE_HELD
@@ -234,6 +241,8 @@ class ManagedQuery:
         return self._finish(reason, EXIT_STOPPED, "drained")
 
     def _finish(self, reason: str, code: int, message: str) -> int:
+        if not self._still_holding():
+            return EXIT_FAILED
         reader = CheckpointReader(self.options.checkpoint)
         position = reader.position() if reader.exists() else CheckpointPosition.empty(reader.url)
         clean = stopped_cleanly(
@@ -269,6 +278,31 @@ class ManagedQuery:
             self.control.clear_stop_request()
         # No heartbeat may rewrite the lease once the report says the driver is done.
         self._stop_heartbeat()
+        try:
+            self._finish_with(reason, code, position, clean, offsets, message)
+        except LeaseHeldError as exc:
+            self._lose_lease(f"{exc}; no stopped report written")
+            return EXIT_FAILED
+        self._finished = True
+        log.info(
+            "stopped (%s): planned %s, committed %s, clean=%s, exit %d",
+            reason,
+            position.latest_planned,
+            position.latest_committed,
+            clean,
+            code,
+        )
+        return code
+
+    def _finish_with(
+        self,
+        reason: str,
+        code: int,
+        position: CheckpointPosition,
+        clean: bool,
+        offsets: dict[str, dict[str, int]],
+        message: str,
+    ) -> None:
         self.control.finish(
             self.lease,
             StoppedReport(
@@ -284,16 +318,6 @@ class ManagedQuery:
                 spark_version=self.spark.version,
             ),
         )
-        self._finished = True
-        log.info(
-            "stopped (%s): planned %s, committed %s, clean=%s, exit %d",
-            reason,
-            position.latest_planned,
-            position.latest_committed,
-            clean,
-            code,
-        )
-        return code
 
     # -- lease heartbeat and signals ----------------------------------------------------------
 
@@ -303,29 +327,120 @@ class ManagedQuery:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=30)
 
+    def _take_lease(self) -> Lease | None:
+        """Take the lease, waiting out one whose holder may have died where this host cannot
+        see it (another node) instead of failing this attempt; refuse at once a holder seen
+        renewing. Bounded by the held lease's ttl (our clock) and a poll count."""
+        watched: Lease | None = None
+        since = time.monotonic()
+        renewed = False
+        poll_s = min(1.0, self.options.lease_ttl_s / 6)
+        for _ in range(int(MAX_TAKEOVER_WAIT_S / poll_s) + 2):
+            held = self.control.read_lease()
+            if watched is None or held is None or held.owner_id != watched.owner_id:
+                watched, since, renewed = held, time.monotonic(), False
+            elif held != watched:
+                renewed = True
+            step = takeover_step(
+                held,
+                self.lease,
+                unchanged_for_ms=(time.monotonic() - since) * 1000,
+                renewed_while_watched=renewed,
+                holder_gone=held is not None and self._holder_is_dead(held),
+                holder_stopped=held is not None and self._holder_stopped(held),
+            )
+            if step == "refuse" or (
+                step == "wait" and time.monotonic() - since > MAX_TAKEOVER_WAIT_S
+            ):
+                assert held is not None
+                raise LeaseHeldError(
+                    f"{self.control.location.describe('lease.json')}: held by "
+                    f"{held.describe()}, {'renewed' if renewed else 'unchanged'} while this "
+                    f"driver watched it for {time.monotonic() - since:.1f}s; two drivers on "
+                    f"one checkpoint read partitions twice and corrupt it"
+                )
+            if step == "take":
+                self.lease = self.lease.taken()
+                previous = self.control.acquire_lease(self.lease, over=held)
+                self._renewed_at = time.monotonic()
+                return previous
+            if watched is held:
+                log.info(
+                    "lease held by %s: waiting up to %.0fs for it to be renewed or expire",
+                    held.describe() if held else "nobody",
+                    (held.ttl_ms / 1000) if held else 0,
+                )
+            time.sleep(poll_s)
+        raise LeaseHeldError(
+            f"{self.control.location.describe('lease.json')}: still held after "
+            f"{MAX_TAKEOVER_WAIT_S:.0f}s"
+        )
+
     def _heartbeat(self) -> None:
-        interval = self.options.lease_ttl_s / 3
-        app_id = self.spark.sparkContext.applicationId
-        while not self._done.wait(interval):
+        """Renew the lease every ttl/3. A renewal is fenced (`ControlFolder.renew_lease`): a
+        lease taken over or removed while this driver was paused or cut off is lost, and the
+        query stops at once. So does one not renewed within its ttl (by this process's
+        monotonic clock, which runs on while the process is paused): another driver may hold
+        it by now."""
+        renew_every = self.options.lease_ttl_s / 3
+        tick = min(1.0, renew_every)
+        while not self._done.wait(tick):
+            started = time.monotonic()
+            if started - self._renewed_at < renew_every:
+                continue
             try:
-                self.lease = self.control.renew_lease(self.lease, application_id=app_id)
+                self.lease = self.control.renew_lease(
+                    self.lease, application_id=self.lease.application_id
+                )
+                self._renewed_at = started
             except LeaseHeldError as exc:
-                log.error("lease lost, stopping the query at once: %s", exc)
-                self.lost_lease = True
-                for query in self.spark.streams.active:
-                    stop_query(query)
+                self._lose_lease(str(exc))
                 return
-            except Exception as exc:  # noqa: BLE001 - storage hiccup: retry next beat
+            except Exception as exc:  # noqa: BLE001 - storage hiccup: retry next tick
+                unrenewed_s = time.monotonic() - self._renewed_at
+                if unrenewed_s > self.options.lease_ttl_s:
+                    self._lose_lease(f"not renewed for {unrenewed_s:.0f}s (last error: {exc})")
+                    return
                 log.warning("lease heartbeat failed, will retry: %s", exc)
 
-    def _holder_is_dead(self) -> bool:
-        """A fresh lease whose driver ran on this host and is gone (a crash a moment ago)
-        need not be waited out: no other driver can be using it."""
+    def _still_holding(self) -> bool:
+        """A fenced renewal before the driver's last writes (lag offsets, the stop request,
+        the report): a driver whose query ended after its lease was taken over (Spark itself
+        refuses a batch another driver planned) must leave the control folder alone."""
+        if self.lost_lease:
+            log.error("exiting without a stopped report: the lease was lost")
+            return False
         try:
-            current = self.control.read_lease()
+            self.lease = self.control.renew_lease(
+                self.lease, application_id=self.lease.application_id
+            )
+        except LeaseHeldError as exc:
+            self._lose_lease(f"{exc}; no stopped report written")
+            return False
+        except Exception as exc:  # noqa: BLE001 - the report's own write says more
+            log.warning("lease check before the stopped report failed: %s", exc)
+        return True
+
+    def _lose_lease(self, why: str) -> None:
+        log.error("lease lost, stopping the query at once: %s", why)
+        self.lost_lease = True
+        self.lease_lost_at = time.monotonic()
+        for query in self.spark.streams.active:
+            stop_query(query)
+
+    def _holder_stopped(self, held: Lease) -> bool:
+        """The holder signed a stopped report: its query has stopped (the lease file goes
+        right after the report)."""
+        try:
+            stopped = self.control.read_stopped()
         except KafkaSparkError:
             return False
-        if current is None or current.host != self.lease.host or not current.is_fresh():
+        return stopped is not None and stopped.owner_id == held.owner_id
+
+    def _holder_is_dead(self, current: Lease) -> bool:
+        """A fresh lease whose driver ran on this host and is gone (a crash a moment ago)
+        need not be waited out: no other driver can be using it."""
+        if current.host != self.lease.host or not current.is_fresh():
             return False
         if holder_gone(current.host, current.pid):
             log.warning("lease holder pid %d on this host is gone: taking over", current.pid)
@@ -336,6 +451,19 @@ class ManagedQuery:
         log.info("SIGTERM received")
         self.stop_reason = "SIGTERM"
         self._stop_event.set()
+
+
+def application_attempt(spark: SparkSession) -> tuple[str | None, str | None]:
+    """The cluster manager's application id and attempt id of this driver (YARN: the
+    application and "1", "2", ...; local mode: the app id and no attempt)."""
+    context = spark.sparkContext
+    attempt: str | None = None
+    try:
+        option = context._jsc.sc().applicationAttemptId()
+        attempt = str(option.get()) if option.isDefined() else None
+    except Exception:  # noqa: BLE001 - a gateway without it: no attempt, the ttl rule applies
+        attempt = None
+    return context.applicationId, attempt
 
 
 def is_bad_job(exc: BaseException) -> bool:

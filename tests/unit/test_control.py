@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -13,8 +16,10 @@ from airflow_provider_kafkaspark.core.control import (
     ProgressFile,
     StoppedReport,
     StopRequest,
+    later_attempt,
+    takeover_step,
 )
-from airflow_provider_kafkaspark.errors import ControlFileError, LeaseHeldError
+from airflow_provider_kafkaspark.errors import ControlFileError, LeaseHeldError, LeaseLostError
 
 
 def lease(owner: str, at_ms: int, ttl_ms: int = 10_000) -> Lease:
@@ -115,3 +120,90 @@ def test_bad_lease_files_are_typed_errors(tmp_path: Path, content: str, message:
     with pytest.raises(ControlFileError, match=message) as err:
         ControlFolder(str(tmp_path)).read_lease()
     assert "lease.json" in str(err.value)
+
+
+def test_a_renewal_after_a_takeover_and_release_is_refused(tmp_path: Path) -> None:
+    # A driver paused past its ttl: another took the lease over, then stopped and released it.
+    paused, other = ControlFolder(str(tmp_path)), ControlFolder(str(tmp_path))
+    a = lease("a", 1_000)
+    paused.acquire_lease(a, at_ms=1_000)
+    other.acquire_lease(lease("b", 40_000), at_ms=40_000)
+    other.release_lease(lease("b", 40_000))
+    assert other.read_lease() is None
+    with pytest.raises(LeaseLostError, match="gone since"):
+        paused.renew_lease(a)
+    assert paused.read_lease() is None  # not written back
+
+
+def test_a_renewal_is_fenced_by_the_version_this_holder_wrote(tmp_path: Path) -> None:
+    control, other = ControlFolder(str(tmp_path)), ControlFolder(str(tmp_path))
+    a = lease("a", 1_000)
+    control.acquire_lease(a, at_ms=1_000)
+    renewed = control.renew_lease(a)
+    # Rewritten by someone else with the same owner id's content but another heartbeat:
+    # that is not a write of ours through this folder, yet only this owner writes its id.
+    other.location.write_atomic(
+        json.dumps(asdict(replace(renewed, heartbeat_at_ms=9))), "lease.json"
+    )
+    assert control.renew_lease(renewed).owner_id == "a"
+    # A lease never taken through this folder cannot be renewed through it.
+    with pytest.raises(LeaseLostError, match="not held"):
+        other.renew_lease(lease("c", 1_000))
+
+
+def test_release_leaves_a_lease_taken_over_since(tmp_path: Path) -> None:
+    control, other = ControlFolder(str(tmp_path)), ControlFolder(str(tmp_path))
+    a = lease("a", 1_000)
+    control.acquire_lease(a, at_ms=1_000)
+    other.acquire_lease(lease("b", 40_000), at_ms=40_000)
+    control.release_lease(a)
+    held = control.read_lease()
+    assert held is not None and held.owner_id == "b"
+
+
+def attempt_lease(owner: str, attempt: str, app: str = "application_1_0001") -> Lease:
+    return replace(lease(owner, T), application_id=app, attempt_id=attempt)
+
+
+T = 1_000_000
+
+
+def test_takeover_step_from_what_was_observed() -> None:
+    mine = attempt_lease("me", "2")
+    step = partial(takeover_step, mine=mine, at_ms=T + 1_000)
+    assert step(None, unchanged_for_ms=0, renewed_while_watched=False) == "take"
+    held = attempt_lease("old", "1")
+    # An earlier attempt of my application: the cluster manager ended it before starting me.
+    assert step(held, unchanged_for_ms=0, renewed_while_watched=False) == "take"
+    # Another application's fresh lease: wait, refuse once seen renewed, take once it stayed
+    # unchanged for its ttl by my clock (whatever the holder's clock says).
+    other = attempt_lease("other", "1", app="application_1_0002")
+    assert step(other, unchanged_for_ms=5_000, renewed_while_watched=False) == "wait"
+    assert step(other, unchanged_for_ms=5_000, renewed_while_watched=True) == "refuse"
+    assert step(other, unchanged_for_ms=30_001, renewed_while_watched=False) == "take"
+    assert step(other, unchanged_for_ms=0, renewed_while_watched=True, holder_stopped=True) == (
+        "take"
+    )
+    assert step(other, unchanged_for_ms=0, renewed_while_watched=False, holder_gone=True) == (
+        "take"
+    )
+    # Expired by the wall clock, as before.
+    assert (
+        takeover_step(
+            other, mine, unchanged_for_ms=0, renewed_while_watched=False, at_ms=T + 31_000
+        )
+        == "take"
+    )
+    # A later attempt never hands its lease to an earlier one, nor do attempts without ids.
+    assert not later_attempt(attempt_lease("new", "3"), mine)
+    assert not later_attempt(replace(held, attempt_id=None), mine)
+    assert not later_attempt(held, replace(mine, attempt_id="x"))
+
+
+def test_acquire_over_a_lease_changed_since_it_was_observed_is_refused(tmp_path: Path) -> None:
+    control = ControlFolder(str(tmp_path))
+    observed = lease("a", 1_000)
+    control.acquire_lease(observed, at_ms=1_000)
+    control.renew_lease(observed)  # the holder renews after the observation
+    with pytest.raises(LeaseHeldError, match="held by driver a"):
+        ControlFolder(str(tmp_path)).acquire_lease(lease("b", 2_000), at_ms=2_000, over=observed)

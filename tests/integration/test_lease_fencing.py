@@ -1,0 +1,95 @@
+"""A driver paused past its lease's expiry, with its checkpoint on the real S3 server: another
+driver takes the lease over, runs and stops (releasing the lease), then the paused one
+resumes. Its next renewal is fenced (conditional on the version it last wrote), so it stops
+its query and exits without writing the lease back or over the other driver's stopped
+report. Before the fence, the resumed driver re-created the lease and carried on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import datetime
+from pathlib import Path
+
+from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.local.jobs import read_log, request_stop, wait_exit
+from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from tests.integration.kafka_util import create_topic, produce_numbered
+from tests.integration.runtime_util import committed_batches, start, wait_until
+
+TTL_S = 6
+
+
+def test_a_paused_driver_cannot_renew_a_lease_taken_over_and_released(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path, s3_url: str
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "lease_fencing"
+    create_topic(bootstrap, topic, 2)
+    produce_numbered(bootstrap, topic, 2_000)
+    checkpoint = f"{s3_url}/checkpoint"
+    spec = {
+        "job_name": "fenced",
+        "source": {
+            "bootstrap_servers": bootstrap,
+            "subscribe": [topic],
+            "max_offsets_per_trigger": 200,
+        },
+        "sql": "SELECT partition, offset, CAST(value AS STRING) AS value FROM source",
+        "sink": {"kind": "parquet", "path": f"{s3_url}/out"},
+        "checkpoint_location": checkpoint,
+        "trigger_interval": "1 second",
+        "lease_ttl_s": TTL_S,
+    }
+    control = ControlFolder(checkpoint)
+
+    paused = start(spec, tmp_path / "paused")
+    wait_until(paused, "a committed batch", lambda: committed_batches(checkpoint) >= 1, 240)
+    first = control.read_lease()
+    assert first is not None
+    # The whole driver pauses: its Python process, its JVM and its Python workers.
+    os.killpg(paused.pid, signal.SIGSTOP)
+    try:
+        time.sleep(TTL_S + 2)
+        produce_numbered(bootstrap, topic, 400, start=2_000)
+        other = start(spec, tmp_path / "other")
+        wait_until(
+            other,
+            "the other driver's lease",
+            lambda: (
+                (lease := control.read_lease()) is not None and lease.owner_id != first.owner_id
+            ),
+            240,
+        )
+        taken = committed_batches(checkpoint)
+        wait_until(
+            other, "a batch by the other driver", lambda: committed_batches(checkpoint) > taken
+        )
+        request_stop(checkpoint, requested_by="test", reason="fencing test")
+        assert wait_exit(other, 180) == 0, read_log(other)
+        report = control.read_stopped()
+        assert report is not None and report.owner_id != first.owner_id
+        assert control.read_lease() is None
+        position = CheckpointReader(checkpoint).position()
+    finally:
+        resumed_at, resumed_wall = time.monotonic(), time.time()
+        os.killpg(paused.pid, signal.SIGCONT)
+
+    code = wait_exit(paused, 120)
+    exited_after_s = time.monotonic() - resumed_at
+    log = Path(paused.log_file).read_text(errors="replace")
+    assert code == 1, log
+    assert "lease lost" in log and "gone since" in log, log
+    # Nothing of the resumed driver's reached the control folder or the checkpoint.
+    assert control.read_lease() is None, log
+    after = control.read_stopped()
+    assert after is not None and after.owner_id == report.owner_id, log
+    assert CheckpointReader(checkpoint).position().latest_committed == position.latest_committed
+    lost_line = next(line for line in log.splitlines() if "lease lost" in line)
+    lost_wall = datetime.strptime(lost_line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    print(
+        f"fenced: lease lost {lost_wall - resumed_wall:.3f}s after SIGCONT, "
+        f"driver exited after {exited_after_s:.1f}s"
+    )
