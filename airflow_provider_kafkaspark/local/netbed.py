@@ -166,6 +166,21 @@ class NetBed:
         """Start `argv` on `host`; it ends with the host at the latest."""
         return subprocess.Popen(self.command(host, argv, cwd), **kwargs)
 
+    def kill_host(self, host: str) -> None:
+        """Every process of `host` ends at once, as when a machine loses power: its init is
+        killed, and the kernel empties the host's PID namespace. Its network stays, with no
+        process left to answer; `down()` still cleans it up."""
+        pid = self._init_pids.get(host)
+        if pid is None:
+            raise NetBedError(f"bed host {host!r} is not up")
+        os.kill(pid, signal.SIGKILL)
+        proc = self._inits.get(host)
+        if proc is not None:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                log.warning("bed host %s: its unshare did not exit", host)
+
     def down(self) -> None:
         """End every host's processes (their init dies), then delete the namespaces."""
         for name, proc in self._inits.items():

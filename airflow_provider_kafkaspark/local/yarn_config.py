@@ -18,6 +18,8 @@ from airflow_provider_kafkaspark.core.private_file import write_private
 # The RM's cap on application attempts: Spark's `spark.yarn.maxAppAttempts` is clamped to it,
 # so a job that asks for a few restarts gets them.
 MAX_AM_ATTEMPTS = 4
+NODE_EXPIRY_MS = 15_000
+AM_EXPIRY_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,12 @@ def yarn_site(
         "yarn.log-aggregation-enable": False,
     }
     if node is None:
+        # The RM declares a silent node lost, and an application master that stopped
+        # heartbeating failed, after these (YARN's defaults: 10 minutes each): a lost node's
+        # driver is restarted on another node within seconds. A NodeManager's heartbeat comes
+        # every second and an application master's every 3 s, so these leave ample margin.
+        properties["yarn.nm.liveness-monitor.expiry-interval-ms"] = NODE_EXPIRY_MS
+        properties["yarn.am.liveness-monitor.expiry-interval-ms"] = AM_EXPIRY_MS
         return properties
     properties.update(
         {
