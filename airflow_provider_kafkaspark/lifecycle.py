@@ -499,8 +499,11 @@ def stop_job(
 
 
 def answers_request(stopped: StoppedReport, requested_by: str) -> bool:
-    """Whether the driver wrote `stopped` in answer to a stop request by `requested_by`
-    (spark/managed.py names the request's author in the report's reason)."""
+    """Whether the driver wrote `stopped` in answer to a stop request by `requested_by`: the
+    report names the request; a driver of an earlier release named its author only in the
+    reason (spark/managed.py)."""
+    if stopped.requested_by is not None:
+        return stopped.requested_by == requested_by
     return stopped.reason.startswith(f"stop request by {requested_by}: ")
 
 

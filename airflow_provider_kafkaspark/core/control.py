@@ -150,6 +150,10 @@ class StoppedReport:
     # The Spark that wrote the checkpoint (the driver's, not the stopper's): what a savepoint
     # of it records. None from drivers of earlier releases.
     spark_version: str | None = None
+    # The stop request this report answers (None: SIGTERM, a failure, the end of the input):
+    # how a retried stop recognises the stop its earlier try made.
+    requested_by: str | None = None
+    requested_at_ms: int | None = None
 
     def describe(self) -> str:
         at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.stopped_at_ms / 1000))

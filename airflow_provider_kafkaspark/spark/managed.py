@@ -42,6 +42,7 @@ from airflow_provider_kafkaspark.core.control import (
     ControlFolder,
     Lease,
     StoppedReport,
+    StopRequest,
     now_ms,
     takeover_step,
 )
@@ -93,6 +94,7 @@ class ManagedQuery:
         self.control = ControlFolder(options.checkpoint)
         self.lease = Lease.new(options.job_name, ttl_ms=int(options.lease_ttl_s * 1000))
         self.stop_reason: str | None = None
+        self.stop_request: StopRequest | None = None
         self.committed_at_start: int | None = None
         self.lost_lease = False
         self.drain_timeout_s = options.drain_timeout_s
@@ -200,6 +202,7 @@ class ManagedQuery:
         if request is None:
             return False
         self.stop_reason = f"stop request by {request.requested_by}: {request.reason}"
+        self.stop_request = request
         # One drain bound: the one the stopper wrote, which it also waits by.
         self.drain_timeout_s = request.drain_timeout_s
         self.at_batch_boundary = request.at_batch_boundary and self.options.replay_safe_sink
@@ -316,6 +319,8 @@ class ManagedQuery:
                 message=message,
                 exit_code=code,
                 spark_version=self.spark.version,
+                requested_by=self.stop_request.requested_by if self.stop_request else None,
+                requested_at_ms=self.stop_request.requested_at_ms if self.stop_request else None,
             ),
         )
 

@@ -124,3 +124,14 @@ def test_a_report_answers_only_its_own_requester() -> None:
     assert not answers_request(REPORT, "airflow:d.stop")
     crashed = dataclasses.replace(REPORT, reason="query failed")
     assert not answers_request(crashed, "airflow:d.stop:manual__1")
+
+
+def test_a_report_that_names_its_request_is_matched_by_that_name_alone() -> None:
+    named = dataclasses.replace(
+        REPORT, reason="stop request by someone: else", requested_by="airflow:d.stop:manual__1"
+    )
+    assert answers_request(named, "airflow:d.stop:manual__1")
+    assert not answers_request(
+        dataclasses.replace(REPORT, requested_by="airflow:d.stop:manual__2"),
+        "airflow:d.stop:manual__1",
+    )
