@@ -6,14 +6,16 @@ report. Before the fence, the resumed driver re-created the lease and carried on
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
+from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
 
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.core.control import ControlFolder, Lease
 from airflow_provider_kafkaspark.local.jobs import read_log, request_stop, wait_exit
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
@@ -93,3 +95,35 @@ def test_a_paused_driver_cannot_renew_a_lease_taken_over_and_released(
         f"fenced: lease lost {lost_wall - resumed_wall:.3f}s after SIGCONT, "
         f"driver exited after {exited_after_s:.1f}s"
     )
+
+
+def test_a_fresh_lease_of_a_holder_on_another_node_is_waited_out_not_refused(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    # A driver died on another node a moment ago: its lease looks fresh and no pid can be
+    # checked from here. The new driver waits for the lease to stay unchanged for its ttl
+    # (its own clock) and takes it over; before, it exited 3 at once (a lost YARN attempt).
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = "lease_elsewhere"
+    create_topic(bootstrap, topic, 1)
+    produce_numbered(bootstrap, topic, 100)
+    checkpoint = str(tmp_path / "checkpoint")
+    spec = {
+        "job_name": "elsewhere",
+        "source": {"bootstrap_servers": bootstrap, "subscribe": [topic]},
+        "sql": "SELECT partition, offset, CAST(value AS STRING) AS value FROM source",
+        "sink": {"kind": "parquet", "path": str(tmp_path / "out")},
+        "checkpoint_location": checkpoint,
+        "trigger_interval": "1 second",
+        "lease_ttl_s": TTL_S,
+    }
+    # Fresh when the driver, some seconds after its start, first reads it.
+    dead = Lease.new("elsewhere", ttl_ms=30_000)
+    dead = replace(dead, host="another-node", pid=1, application_id="application_9_0001")
+    ControlFolder(checkpoint).location.write_atomic(json.dumps(asdict(dead)), "lease.json")
+    driver = start(spec, tmp_path / "run")
+    wait_until(driver, "a committed batch", lambda: committed_batches(checkpoint) >= 0, 240)
+    log = Path(driver.log_file).read_text(errors="replace")
+    assert "took over the lease of driver" in log and "another-node" in log, log
+    request_stop(checkpoint, requested_by="test", reason="done")
+    assert wait_exit(driver, 120) == 0, read_log(driver)
