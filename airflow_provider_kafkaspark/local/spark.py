@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from airflow_provider_kafkaspark.errors import LocalStackError
 from airflow_provider_kafkaspark.local.jars import find_java, s3a_jars, spark_connector_jars
 from airflow_provider_kafkaspark.local.jvm_archive import fast_java_options
+from airflow_provider_kafkaspark.local.scratch import driver_scratch
 from airflow_provider_kafkaspark.spark.session import is_local_master, session_defaults
 from airflow_provider_kafkaspark.versions import SPARK_LINES
 
@@ -33,6 +35,9 @@ def check_pyspark_version() -> str:
         )
     return found
 
+
+# Spark's launcher appends it to the driver JVM's class path.
+DIST_CLASSPATH_ENV = "SPARK_DIST_CLASSPATH"
 
 # Spark's own settings for the interpreters of a job's driver and of its Python workers.
 DRIVER_PYTHON_CONF = "spark.pyspark.driver.python"
@@ -81,26 +86,77 @@ def local_spark_session(
     s3a: bool = False,
 ) -> SparkSession:
     """A SparkSession whose driver runs in this process, with the Kafka connector (and, with
-    `s3a`, Hadoop's S3A) jars: in local mode, or in client mode against a cluster's master."""
+    `s3a`, Hadoop's S3A) jars: in local mode, or in client mode against a cluster's master.
+
+    In local mode the jars go on the JVM's class path, not in `spark.jars`: Spark copies each
+    `spark.jars` entry into the executor's temporary folder, and in local mode the executor is
+    this JVM (568 MB per driver with S3A's jars). Spark's temporary files go to a scratch
+    folder of this process that the next local driver reaps once this one is gone
+    (`local/scratch.py`)."""
     find_java()
     version = check_pyspark_version()
     # A job that names its jars (`spark.jars` in its spark_conf) needs none resolved here.
-    given = (conf or {}).get("spark.jars")
-    jars = given or spark_jars_option(jars_dir, s3a=s3a, spark_version=version)
+    given_jars = (conf or {}).get("spark.jars")
+    jars = given_jars or spark_jars_option(jars_dir, s3a=s3a, spark_version=version)
     for key, value in python_env(master).items():
         os.environ.setdefault(key, value)
 
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     settings = {**session_defaults(master), **(conf or {})}
-    fast = fast_java_options("spark", jars_dir)
-    if fast:
+    java_options = fast_java_options("spark", jars_dir)
+    class_path: str | None = None
+    if is_local_master(master):
+        scratch = driver_scratch(app_name)
+        settings = {**scratch_conf(scratch), **settings}
+        # The JVM's perf-data file (/tmp/hsperfdata_<user>/<pid>) is kept in memory instead:
+        # a killed JVM left it behind. `jcmd <pid>` still reaches the JVM; `jps` lists it no more.
+        java_options += [f"-Djava.io.tmpdir={scratch}", "-XX:+PerfDisableSharedMem"]
+        # Only a JVM not started yet takes a class path; a running one gets `spark.jars`.
+        if not given_jars and SparkContext._gateway is None:
+            class_path, jars = jars.replace(",", os.pathsep), ""
+    if java_options:
         # pyspark hands these to spark-submit, which starts the driver JVM with them.
         given = settings.get("spark.driver.extraJavaOptions")
-        settings["spark.driver.extraJavaOptions"] = " ".join([*fast, *([given] if given else [])])
-    builder = SparkSession.builder.master(master).appName(app_name).config("spark.jars", jars)
+        settings["spark.driver.extraJavaOptions"] = " ".join(
+            [*java_options, *([given] if given else [])]
+        )
+    builder = SparkSession.builder.master(master).appName(app_name)
+    if jars:
+        builder = builder.config("spark.jars", jars)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with dist_class_path(class_path):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def scratch_conf(scratch: Path) -> dict[str, str]:
+    """Spark's and Hadoop's temporary folders (block manager, shuffle and fetched files, S3A's
+    upload buffers) inside a driver's scratch folder; a job's own settings win over these."""
+    return {
+        "spark.local.dir": str(scratch),
+        "spark.hadoop.hadoop.tmp.dir": str(scratch / "hadoop"),
+    }
+
+
+@contextmanager
+def dist_class_path(class_path: str | None) -> Iterator[None]:
+    """`SPARK_DIST_CLASSPATH` extended by `class_path` while pyspark starts the JVM. Spark's
+    launcher puts it after its own jars, where `spark.driver.extraClassPath` would come
+    first: the class archive of a fast start (`local/jvm_archive.py`) maps only into a JVM
+    whose class path begins with the one it was built with."""
+    if not class_path:
+        yield
+        return
+    before = os.environ.get(DIST_CLASSPATH_ENV)
+    os.environ[DIST_CLASSPATH_ENV] = os.pathsep.join([*([before] if before else []), class_path])
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(DIST_CLASSPATH_ENV, None)
+        else:
+            os.environ[DIST_CLASSPATH_ENV] = before
