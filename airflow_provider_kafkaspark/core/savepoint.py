@@ -20,6 +20,7 @@ import json
 import logging
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -409,26 +410,18 @@ class SavepointStore:
         manifest, so a root holding many savepoints costs one listing and a few reads."""
         batch = "none" if last_committed_batch is None else str(last_committed_batch)
         prefix, suffix = f"{_slug(job_name)}-", f"-b{batch}"
-        found = []
-        for name in self.location.listdir():
-            if not (name.startswith(prefix) and name.endswith(suffix) and _ID.match(name)):
-                continue
-            if not self.location.exists(name, COMPLETE_FILE):
-                continue
-            try:
-                manifest = self.show(name)
-            except SavepointError as exc:
-                log.warning("skipping savepoint %s: %s", name, exc)
-                continue
-            if manifest.job_name == job_name:
-                found.append(manifest)
-        return sorted(found, key=lambda m: (m.created_at_ms, m.savepoint_id), reverse=True)
+        return self._complete(
+            lambda name: name.startswith(prefix) and name.endswith(suffix), job_name
+        )
 
-    def list(self, job_name: str | None = None) -> list[SavepointManifest]:
-        """Complete savepoints, newest first; incomplete or unreadable ones are skipped."""
+    def _complete(
+        self, wanted: Callable[[str], bool], job_name: str | None
+    ) -> list[SavepointManifest]:
+        """The complete savepoints whose ids `wanted` accepts (of `job_name`, if given),
+        newest first; the id is checked before anything is read."""
         found = []
         for name in self.location.listdir():
-            if name.startswith(".") or not _ID.match(name):
+            if not (wanted(name) and _ID.match(name)):
                 continue
             if not self.location.exists(name, COMPLETE_FILE):
                 continue
@@ -440,6 +433,10 @@ class SavepointStore:
             if job_name is None or manifest.job_name == job_name:
                 found.append(manifest)
         return sorted(found, key=lambda m: (m.created_at_ms, m.savepoint_id), reverse=True)
+
+    def list(self, job_name: str | None = None) -> list[SavepointManifest]:
+        """Complete savepoints, newest first; incomplete or unreadable ones are skipped."""
+        return self._complete(lambda name: not name.startswith("."), job_name)
 
     def latest(self, job_name: str | None = None) -> SavepointManifest:
         found = self.list(job_name)
