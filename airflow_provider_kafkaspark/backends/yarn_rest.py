@@ -70,9 +70,14 @@ def attempts(ref: YarnJobRef) -> list[dict[str, Any]]:
     return sorted(found, key=lambda a: int(a.get("id", 0)))
 
 
-def kill(ref: YarnJobRef) -> str:
+def kill(ref: YarnJobRef, diagnostics: str | None = None) -> str:
     """Ask the ResourceManager to kill the application (no new attempt follows); returns the
-    state it reports. Only after checking that the application is this job's."""
+    state it reports. Only after checking that the application is this job's. `diagnostics`
+    replaces the ResourceManager's own "killed by user" in the application's record, which
+    is what a status shows of an application that ended its own run."""
     application(ref)
     url = f"{ref.resource_manager.rstrip('/')}/ws/v1/cluster/apps/{ref.application_id}/state"
-    return str(_call(url, "PUT", {"state": "KILLED"}).get("state", ""))
+    body = {"state": "KILLED"}
+    if diagnostics:
+        body["diagnostics"] = diagnostics
+    return str(_call(url, "PUT", body).get("state", ""))

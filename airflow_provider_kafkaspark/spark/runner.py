@@ -7,7 +7,9 @@ It reads the job spec, builds the Kafka source, the transformation and the sink,
 the query under management (lease, graceful stop, progress, lag commits). Exit codes: 0
 stopped cleanly or finished, 1 failed, 2 stopped without draining, 3 lease held by a live
 driver, 4 bad job (spec, code, SQL, topics or sink schema; not restarted), 5 a standby that no
-handover reached (`spark/standby.py`).
+handover reached (`spark/standby.py`). Under YARN a driver that ends with a final code (4, 5)
+ends its own application once its stopped report is written, so that YARN starts no other
+attempt of it (`final_on_yarn`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -39,10 +41,47 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
+
 log = logging.getLogger("kafkaspark.runner")
 
-EXIT_BAD_SPEC = 4
+EXIT_BAD_SPEC = 4  # also `managed.EXIT_BAD_JOB`
 EXIT_STANDBY_EXPIRED = 5  # a standby that no handover reached (final, not restarted)
+# Exits that another attempt would only repeat.
+FINAL_EXIT_CODES = frozenset({EXIT_BAD_SPEC, EXIT_STANDBY_EXPIRED})
+RM_CONF_KEYS = (
+    "yarn.http.policy",
+    "yarn.resourcemanager.webapp.address",
+    "yarn.resourcemanager.webapp.https.address",
+    "yarn.resourcemanager.hostname",
+)
+
+
+def final_on_yarn(exit_code: int, master: str) -> bool:
+    """The driver must end its YARN application itself: Spark's ApplicationMaster leaves a
+    failed attempt that is not the last one unregistered, and YARN then runs the same bad job
+    again until `spark.yarn.maxAppAttempts` is used up, where the local supervisor would stop
+    at the first."""
+    return master == "yarn" and exit_code in FINAL_EXIT_CODES
+
+
+def resource_manager_url(conf: Mapping[str, str | None]) -> str | None:
+    """The ResourceManager's web address from the driver's Hadoop settings (`RM_CONF_KEYS`),
+    or None when they name no host. A bind-all address (0.0.0.0) is where the RM listens, not
+    where a client reaches it: the RM's hostname stands in for it."""
+    https = (conf.get("yarn.http.policy") or "").strip().upper() == "HTTPS_ONLY"
+    if https:
+        key, port = "yarn.resourcemanager.webapp.https.address", 8090
+    else:
+        key, port = "yarn.resourcemanager.webapp.address", 8088
+    hostname = (conf.get("yarn.resourcemanager.hostname") or "").strip()
+    address = (conf.get(key) or "").strip()
+    host, _, given_port = address.rpartition(":") if ":" in address else (address, "", "")
+    if host in ("", "0.0.0.0"):
+        host = hostname
+    if not host or host == "0.0.0.0":
+        return None
+    return f"{'https' if https else 'http'}://{host}:{given_port or port}"
 
 
 def load_transformation(spec: JobSpec) -> Callable[[DataFrame], DataFrame]:
@@ -221,7 +260,7 @@ def run(spec: JobSpec, master: str | None = None) -> int:
         add_python_path(spark, spec)
         return start_query(spark, spec, managed.record_bad_job)
 
-    try:
+    def managed_run() -> int:
         if spec.standby_token is not None:
             if not _standby(spark, spec):
                 return EXIT_STANDBY_EXPIRED
@@ -231,8 +270,65 @@ def run(spec: JobSpec, master: str | None = None) -> int:
                 log.error("%s", exc)
                 return EXIT_BAD_SPEC
         return managed.run(start)
+
+    own_application: YarnJobRef | None = None
+    try:
+        code = managed_run()
+        if final_on_yarn(code, spark.sparkContext.master or ""):
+            # Read while the context lives: its Hadoop settings are the RM's address.
+            own_application = yarn_application(spark, spec)
     finally:
         spark.stop()
+    if own_application is not None:
+        end_application(own_application, code)
+    return code
+
+
+def yarn_application(spark: SparkSession, spec: JobSpec) -> YarnJobRef | None:
+    """This driver's YARN application as a job reference, or None (logged) when its Hadoop
+    settings name no ResourceManager."""
+    from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
+
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    url = resource_manager_url({key: hadoop.get(key) for key in RM_CONF_KEYS})
+    app_id = spark.sparkContext.applicationId
+    if url is None:
+        log.error(
+            "application %s: the Hadoop settings name no ResourceManager (%s); YARN may "
+            "start another attempt of this final exit",
+            app_id,
+            ", ".join(RM_CONF_KEYS),
+        )
+        return None
+    return YarnJobRef(
+        job_name=spec.job_name,
+        checkpoint=spec.checkpoint_location,
+        application_id=app_id,
+        resource_manager=url,
+    )
+
+
+def end_application(ref: YarnJobRef, code: int) -> None:
+    """Kill the driver's own application through the ResourceManager, so that no other attempt
+    repeats a final exit. An RM out of reach leaves it to YARN's attempts, as before."""
+    from airflow_provider_kafkaspark.backends import yarn_rest
+    from airflow_provider_kafkaspark.errors import KafkaSparkError
+
+    why = f"kafkaspark: exit {code} ({'bad job' if code == EXIT_BAD_SPEC else 'standby expired'})"
+    why += " is final; the driver ended its application (see the checkpoint's stopped report)"
+    log.warning(
+        "ending application %s at %s: exit %d is final and another YARN attempt would only "
+        "repeat it",
+        ref.application_id,
+        ref.resource_manager,
+        code,
+    )
+    try:
+        state = yarn_rest.kill(ref, diagnostics=why)
+    except KafkaSparkError as exc:
+        log.error("could not end application %s, YARN may retry it: %s", ref.application_id, exc)
+        return
+    log.info("application %s: the ResourceManager reports %s", ref.application_id, state)
 
 
 def _standby(spark: SparkSession, spec: JobSpec) -> bool:
