@@ -494,8 +494,22 @@ def describe_error(exc: BaseException) -> str:
     if missing is not None:
         # A Py4JJavaError's text is the Java stack trace: the line says all a reader needs.
         return f"{missing.describe()} ({type(exc).__name__})"[:2000]
-    text = str(exc).split("\nJVM stacktrace:", 1)[0].strip()
+    text = without_plan(str(exc).split("\nJVM stacktrace:", 1)[0].strip())
     return f"{type(exc).__name__}: {text}"[:2000]
+
+
+# How the lines of a logical plan that Spark appends to an analysis error begin.
+_PLAN_LINE = ("'", "+- ", ":- ", "== ")
+
+
+def without_plan(text: str) -> str:
+    """An error's text up to the logical plan Spark appends to it (an AnalysisException
+    prints the whole plan of the query): the reason is in the lines before it."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines[1:], 1):
+        if line.lstrip().startswith(_PLAN_LINE):
+            return "\n".join(lines[:i]).rstrip(" ;\n")
+    return text
 
 
 def run_managed(

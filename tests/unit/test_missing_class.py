@@ -133,3 +133,20 @@ def test_the_driver_ends_a_missing_jar_as_a_bad_job_naming_the_jar() -> None:
     )
     assert "\n" not in report and report.endswith("(RuntimeError)")
     assert not is_bad_job(RuntimeError("java.net.ConnectException: Connection refused"))
+
+
+def test_an_analysis_error_is_reported_without_the_plan_spark_appends() -> None:
+    from airflow_provider_kafkaspark.spark.managed import describe_error
+
+    text = (
+        "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with "
+        "name `no_such_column` cannot be resolved. Did you mean one of the following? "
+        "[`key`, `value`]. SQLSTATE: 42703; line 1 pos 7;\n"
+        "'Project ['no_such_column AS value#1]\n"
+        "+- SubqueryAlias source\n"
+        "   +- View (`source`, [key#7, value#8])\n"
+    )
+    report = describe_error(ValueError(text))
+    assert report.endswith("SQLSTATE: 42703; line 1 pos 7"), report
+    assert "Project" not in report and "no_such_column" in report
+    assert describe_error(ValueError("two\nlines")) == "ValueError: two\nlines"
