@@ -198,6 +198,11 @@ TRANSIENT = (
     "NOT_LEADER_OR_FOLLOWER",
     "UNSTABLE_OFFSET_COMMIT",
     "_WAIT_COORD",
+    # A partition just added or moved: the broker asked has not yet caught up with its
+    # leader's epoch (Kafka's own clients retry these; seen in a CI run right after a topic's
+    # partitions were added).
+    "UNKNOWN_LEADER_EPOCH",
+    "FENCED_LEADER_EPOCH",
 )
 UNAVAILABLE = (
     "_TRANSPORT",

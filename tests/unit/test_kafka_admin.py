@@ -185,6 +185,20 @@ def test_transient_errors_are_retried_within_the_budget() -> None:
     assert calls[-1] < calls[0] <= 5
 
 
+def test_a_partition_just_added_is_asked_again_not_reported() -> None:
+    facade = KafkaFacade({"bootstrap.servers": "k1:9092"}, timeout_s=5)
+    calls: list[float] = []
+
+    def new_partition(remaining: float) -> str:
+        calls.append(remaining)
+        if len(calls) < 2:
+            raise failure(KafkaError.UNKNOWN_LEADER_EPOCH)
+        return "answer"
+
+    assert facade._call("watermarks", new_partition) == "answer"
+    assert len(calls) == 2
+
+
 def test_transient_errors_become_unavailable_when_the_budget_is_spent() -> None:
     facade = KafkaFacade({"bootstrap.servers": "k1:9092"}, timeout_s=0.6)
 
