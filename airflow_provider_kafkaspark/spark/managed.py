@@ -104,7 +104,6 @@ class ManagedQuery:
         self._done = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
         self._renewed_at = time.monotonic()  # monotonic time of the last write of the lease
-        self.lease_lost_at: float | None = None
         self._finished = False
         self.lag: LagCommitter | None = None
         if options.kafka_config is not None and options.lag_group:
@@ -281,8 +280,25 @@ class ManagedQuery:
             self.control.clear_stop_request()
         # No heartbeat may rewrite the lease once the report says the driver is done.
         self._stop_heartbeat()
+        request = self.stop_request
         try:
-            self._finish_with(reason, code, position, clean, offsets, message)
+            self.control.finish(
+                self.lease,
+                StoppedReport(
+                    stopped_at_ms=now_ms(),
+                    reason=reason,
+                    clean=clean,
+                    last_planned_batch=position.latest_planned,
+                    last_committed_batch=position.latest_committed,
+                    offsets=offsets,
+                    owner_id=self.lease.owner_id,
+                    message=message,
+                    exit_code=code,
+                    spark_version=self.spark.version,
+                    requested_by=request.requested_by if request else None,
+                    requested_at_ms=request.requested_at_ms if request else None,
+                ),
+            )
         except LeaseHeldError as exc:
             self._lose_lease(f"{exc}; no stopped report written")
             return EXIT_FAILED
@@ -296,33 +312,6 @@ class ManagedQuery:
             code,
         )
         return code
-
-    def _finish_with(
-        self,
-        reason: str,
-        code: int,
-        position: CheckpointPosition,
-        clean: bool,
-        offsets: dict[str, dict[str, int]],
-        message: str,
-    ) -> None:
-        self.control.finish(
-            self.lease,
-            StoppedReport(
-                stopped_at_ms=now_ms(),
-                reason=reason,
-                clean=clean,
-                last_planned_batch=position.latest_planned,
-                last_committed_batch=position.latest_committed,
-                offsets=offsets,
-                owner_id=self.lease.owner_id,
-                message=message,
-                exit_code=code,
-                spark_version=self.spark.version,
-                requested_by=self.stop_request.requested_by if self.stop_request else None,
-                requested_at_ms=self.stop_request.requested_at_ms if self.stop_request else None,
-            ),
-        )
 
     # -- lease heartbeat and signals ----------------------------------------------------------
 
@@ -394,9 +383,7 @@ class ManagedQuery:
             if started - self._renewed_at < renew_every:
                 continue
             try:
-                self.lease = self.control.renew_lease(
-                    self.lease, application_id=self.lease.application_id
-                )
+                self.lease = self.control.renew_lease(self.lease)
                 self._renewed_at = started
             except LeaseHeldError as exc:
                 self._lose_lease(str(exc))
@@ -416,9 +403,7 @@ class ManagedQuery:
             log.error("exiting without a stopped report: the lease was lost")
             return False
         try:
-            self.lease = self.control.renew_lease(
-                self.lease, application_id=self.lease.application_id
-            )
+            self.lease = self.control.renew_lease(self.lease)
         except LeaseHeldError as exc:
             self._lose_lease(f"{exc}; no stopped report written")
             return False
@@ -429,7 +414,6 @@ class ManagedQuery:
     def _lose_lease(self, why: str) -> None:
         log.error("lease lost, stopping the query at once: %s", why)
         self.lost_lease = True
-        self.lease_lost_at = time.monotonic()
         for query in self.spark.streams.active:
             stop_query(query)
 
