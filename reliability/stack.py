@@ -582,14 +582,16 @@ def wait_committed_beyond(
 
 def dump_stacks(handle: LocalJobHandle) -> str:
     """Ask a stalled driver where it is: SIGUSR1 to its Python processes (the runner writes
-    its threads' stacks to the driver log) and `jcmd Thread.print` of its JVMs, written next
-    to the log. Returns where the dumps went."""
+    its threads' stacks to the driver log), `jcmd Thread.print` of its JVMs and `py-spy dump`
+    of its Python workers (the sink's tasks run there), written next to the log. The parts
+    that say where a batch is stuck (the JVM's task threads, the workers' stacks) are also
+    printed, so a CI log shows them without the files. Returns where the dumps went."""
     import signal
-    import subprocess
 
     from airflow_provider_kafkaspark.local.process import proc_cmdline
 
     out = Path(handle.log_file).with_suffix(".threads.txt")
+    digest: list[str] = []
     with out.open("w") as dump:
         for pid in _process_tree(handle.pid):
             command = proc_cmdline(pid).replace(b"\0", b" ").decode(errors="replace")
@@ -597,11 +599,43 @@ def dump_stacks(handle: LocalJobHandle) -> str:
             if "spark.runner" in command:
                 os.kill(pid, signal.SIGUSR1)
             elif command.split(" ", 1)[0].endswith("java"):
-                threads = subprocess.run(
-                    ["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=60
-                )
-                dump.write(threads.stdout + threads.stderr)
+                threads = _run_quietly(["jcmd", str(pid), "Thread.print"])
+                dump.write(threads)
+                digest += task_threads(threads)
+            elif "pyspark" in command:
+                stacks = _run_quietly([_py_spy(), "dump", "--pid", str(pid)])
+                dump.write(stacks)
+                digest += [f"python worker {pid}:", *stacks.splitlines()[:40]]
+    if digest:
+        print("\n".join(["stalled driver's task threads and workers:", *digest]), flush=True)
     return f"{out} and {handle.log_file}"
+
+
+def task_threads(thread_dump: str, frames: int = 14) -> list[str]:
+    """The top `frames` lines of each Spark task thread in a `jcmd Thread.print` dump."""
+    lines: list[str] = []
+    for block in thread_dump.split("\n\n"):
+        if block.lstrip().startswith('"Executor task launch worker'):
+            lines += block.strip().splitlines()[: frames + 2]
+    return lines
+
+
+def _py_spy() -> str:
+    import sys
+
+    return str(Path(sys.executable).with_name("py-spy"))
+
+
+def _run_quietly(command: list[str]) -> str:
+    """What `command` printed (both streams), or why it could not run: a dump must not fail
+    the report it is part of."""
+    import subprocess
+
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{command[0]}: {exc}\n"
+    return done.stdout + done.stderr
 
 
 def _process_tree(root: int) -> list[int]:

@@ -80,3 +80,19 @@ def test_the_table_puts_a_scenarios_s3_run_after_its_local_one(tmp_path: Path) -
         "| repeated_restores[s3]",
         "| partitions_added",
     ]
+
+
+def test_task_threads_keeps_the_top_of_each_spark_task_thread_only() -> None:
+    dump = "\n\n".join(
+        [
+            '"main" #1 prio=5\n   java.lang.Thread.State: WAITING\n\tat a.b.C.wait(C.java:1)',
+            '"Executor task launch worker for task 0.0" #90 daemon\n'
+            "   java.lang.Thread.State: RUNNABLE\n"
+            + "".join(f"\tat k.Fetch.frame{i}(Fetch.java:{i})\n" for i in range(30)),
+        ]
+    )
+    lines = stack.task_threads(dump, frames=3)
+    assert lines[0].startswith('"Executor task launch worker for task 0.0"')
+    assert lines[-1] == "\tat k.Fetch.frame2(Fetch.java:2)"
+    assert len(lines) == 5
+    assert not any("main" in line for line in lines)
