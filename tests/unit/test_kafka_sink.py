@@ -18,17 +18,12 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from airflow_provider_kafkaspark.core.kafka_client import fenced_or_retriable, retry_worthy
-from airflow_provider_kafkaspark.devtools import crash_hooks
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaRequestError
-from airflow_provider_kafkaspark.spark import fault_points, sink_task
-from airflow_provider_kafkaspark.spark.fault_points import (
-    AFTER_SINK_COMMIT,
-    CRASH_AT_ENV,
-    CRASH_MARKER_ENV,
-    DURING_SINK_WRITE,
-    should_crash,
-)
-from airflow_provider_kafkaspark.spark.kafka_sink import (
+from airflow_provider_kafkaspark.spark.sink import fault_points
+from airflow_provider_kafkaspark.spark.sink import task as sink_task
+from airflow_provider_kafkaspark.spark.sink.clients import ClientCache
+from airflow_provider_kafkaspark.spark.sink.config import SinkTaskConfig, already_committed
+from airflow_provider_kafkaspark.spark.sink.driver import (
     DEFAULT_TRANSACTION_TIMEOUT_MS,
     REUSED_MARKER_TIMEOUT_S,
     ExactlyOnceKafkaSink,
@@ -37,20 +32,25 @@ from airflow_provider_kafkaspark.spark.kafka_sink import (
     close_cached_clients,
     write_task,
 )
-from airflow_provider_kafkaspark.spark.sink_clients import ClientCache
-from airflow_provider_kafkaspark.spark.sink_config import SinkTaskConfig, already_committed
-from airflow_provider_kafkaspark.spark.sink_producer import (
+from airflow_provider_kafkaspark.spark.sink.fault_points import (
+    AFTER_SINK_COMMIT,
+    CRASH_AT_ENV,
+    CRASH_MARKER_ENV,
+    DURING_SINK_WRITE,
+    should_crash,
+)
+from airflow_provider_kafkaspark.spark.sink.producer import (
     FatalProducerError,
     FencedOrRetriableError,
     ProducerLog,
 )
-from airflow_provider_kafkaspark.spark.sink_rows import (
+from airflow_provider_kafkaspark.spark.sink.rows import (
     arrow_rows,
     plain_rows,
     positional,
     produce_arguments,
 )
-from airflow_provider_kafkaspark.spark.sink_schema import connection_settings, sink_columns
+from airflow_provider_kafkaspark.spark.sink.schema import connection_settings, sink_columns
 from tests.sink_cache import forget_marker
 
 BOOTSTRAP = {"bootstrap.servers": "127.0.0.1:9"}
@@ -309,7 +309,7 @@ def test_maybe_crash_hands_over_only_when_armed(
 ) -> None:
     crashes: list[tuple[str, int, str, int | None]] = []
     monkeypatch.setattr(
-        crash_hooks,
+        fault_points,
         "crash_now",
         lambda point, batch, *, marker, driver_pid: crashes.append(
             (point, batch, marker, driver_pid)
@@ -747,7 +747,7 @@ def test_arrow_is_the_default_when_pyarrow_is_there() -> None:
 def test_librdkafka_fencing_lines_are_one_info_line_per_producer(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="airflow_provider_kafkaspark.spark.kafka_sink")
+    caplog.set_level(logging.DEBUG, logger="airflow_provider_kafkaspark.spark.sink")
     sink_log = ProducerLog("kafkaspark-sink-0")
     fatal = "Fatal error: Broker: Producer attempted an operation with an old epoch: fenced"
     for _ in range(3):
@@ -839,7 +839,7 @@ def test_an_armed_crash_fires_in_task_0_halfway_after_a_flush(
     def crash_now(point: str, batch: int, *, marker: str, driver_pid: int | None) -> None:
         crashes.append((point, batch, driver_pid, list(fake_kafka.producers[-1].calls)))
 
-    monkeypatch.setattr(crash_hooks, "crash_now", crash_now)
+    monkeypatch.setattr(fault_points, "crash_now", crash_now)
     monkeypatch.setenv(CRASH_AT_ENV, "during_sink_write:3")
     monkeypatch.delenv(CRASH_MARKER_ENV, raising=False)
     sink = make_sink()

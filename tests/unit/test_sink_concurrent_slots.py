@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_kafkaspark.spark.sink_shared_task import write_concurrently
+from airflow_provider_kafkaspark.spark.sink.shared_task import write_concurrently
 
 WAIT_S = 5.0
 

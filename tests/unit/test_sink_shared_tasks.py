@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
-from airflow_provider_kafkaspark.spark.kafka_sink import ExactlyOnceKafkaSink, _with_empty_slots
-from airflow_provider_kafkaspark.spark.sink_config import SLOT_INDEX_COLUMN
-from airflow_provider_kafkaspark.spark.sink_shared_task import index_groups, index_runs
+from airflow_provider_kafkaspark.spark.sink.config import SLOT_INDEX_COLUMN
+from airflow_provider_kafkaspark.spark.sink.driver import ExactlyOnceKafkaSink, _with_empty_slots
+from airflow_provider_kafkaspark.spark.sink.shared_task import index_groups, index_runs
 
 
 def batch(*rows: tuple[int, str]) -> pa.RecordBatch:
