@@ -156,7 +156,7 @@ def run_sink_query(
     until the source's end (availableNow): through Spark's own Kafka sink when
     `sink_settings` is None, else through an `ExactlyOnceKafkaSink` with those settings.
     Returns the finished query and the sink (None for Spark's)."""
-    from airflow_provider_kafkaspark.spark.kafka_sink import ExactlyOnceKafkaSink
+    from airflow_provider_kafkaspark.spark.sink.driver import ExactlyOnceKafkaSink
 
     writer = (
         spark.readStream.format("kafka")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from airflow_provider_kafkaspark.spark.kafka_sink import ExactlyOnceKafkaSink
-from airflow_provider_kafkaspark.spark.sink_clients import CLIENTS, fingerprint
+from airflow_provider_kafkaspark.spark.sink.clients import CLIENTS, fingerprint
+from airflow_provider_kafkaspark.spark.sink.driver import ExactlyOnceKafkaSink
 
 
 def forget_marker(sink: ExactlyOnceKafkaSink, task: int = 0) -> None:

@@ -54,11 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("%s", exc)
         return EXIT_BAD_INPUT
 
-    from airflow_provider_kafkaspark.spark.runner import (
-        build_session,
-        load_transformation,
-        source_frame,
-    )
+    from airflow_provider_kafkaspark.spark.query import load_transformation, source_frame
+    from airflow_provider_kafkaspark.spark.runner import build_session
 
     spark = build_session(spec, args.master)
     try:

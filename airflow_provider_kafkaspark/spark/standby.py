@@ -24,7 +24,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_kafkaspark.core.control import ControlFolder, StandbyReady, now_ms
-from airflow_provider_kafkaspark.errors import KafkaSparkError
+from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError
+from airflow_provider_kafkaspark.spark.query import add_python_path, load_transformation
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -37,6 +38,31 @@ log = logging.getLogger("kafkaspark.standby")
 
 HANDOVER_POLL_S = 0.1
 KEEP_WARM_S = 30.0
+
+
+def run_standby(spark: SparkSession, spec: JobSpec) -> bool:
+    """Warm up, then wait for the handover naming `spec.standby_token`; False when none came
+    within `spec.standby_timeout_s` (the runner then exits without touching the checkpoint)."""
+    assert spec.standby_token is not None
+    try:
+        add_python_path(spark, spec)
+        transformation = load_transformation(spec)
+    except InvalidInputError as exc:
+        # Reported as a bad job when the query starts, after the handover, as without a
+        # standby: the restart window's rollback handles it.
+        log.warning("standby %s: the job's code is not loadable: %s", spec.standby_token, exc)
+        transformation = None
+    seconds = warm_up(spark, spec, transformation)
+    log.info("standby %s warmed up: %s", spec.standby_token, seconds)
+    checkpoint, timeout_s = spec.checkpoint_location, spec.standby_timeout_s
+    if await_handover(spark, checkpoint, spec.standby_token, timeout_s, seconds):
+        return True
+    log.error(
+        "standby %s: no handover within %.0fs; exiting without touching the checkpoint",
+        spec.standby_token,
+        timeout_s,
+    )
+    return False
 
 
 def warm_up(
@@ -77,7 +103,7 @@ def _import_sink_modules(batches: Iterable[Any]) -> Iterator[Any]:
     import confluent_kafka  # noqa: F401
     import pyarrow as pa
 
-    import airflow_provider_kafkaspark.spark.kafka_sink  # noqa: F401
+    import airflow_provider_kafkaspark.spark.sink  # noqa: F401
 
     for _ in batches:
         pass
@@ -89,7 +115,7 @@ def _last_records(spark: SparkSession, spec: JobSpec) -> DataFrame | None:
     pattern subscription, whose topics the standby does not look up)."""
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
     from airflow_provider_kafkaspark.core.offsets import TopicPartition, format_kafka_offsets, nest
-    from airflow_provider_kafkaspark.spark.runner import source_frame
+    from airflow_provider_kafkaspark.spark.query import source_frame
 
     if spec.source.assign:
         partitions = [TopicPartition(t, p) for t, ps in spec.source.assign.items() for p in ps]

@@ -26,7 +26,7 @@ from airflow_provider_kafkaspark.local.jobs import (
     wait_exit,
 )
 from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.spark.fault_points import (
+from airflow_provider_kafkaspark.spark.sink.fault_points import (
     AFTER_SINK_COMMIT,
     CRASH_AT_ENV,
     CRASH_MARKER_ENV,

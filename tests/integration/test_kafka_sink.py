@@ -27,15 +27,18 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
-from airflow_provider_kafkaspark.spark import sink_task
-from airflow_provider_kafkaspark.spark.consumer_warning import CONSUMER_LOGGER, warns_per_record
-from airflow_provider_kafkaspark.spark.fault_points import CRASH_AT_ENV, CRASH_MARKER_ENV
-from airflow_provider_kafkaspark.spark.kafka_sink import (
+from airflow_provider_kafkaspark.spark.sink import task as sink_task
+from airflow_provider_kafkaspark.spark.sink.consumer_warning import (
+    CONSUMER_LOGGER,
+    warns_per_record,
+)
+from airflow_provider_kafkaspark.spark.sink.driver import (
     ExactlyOnceKafkaSink,
     TaskResult,
     close_cached_clients,
     write_task,
 )
+from airflow_provider_kafkaspark.spark.sink.fault_points import CRASH_AT_ENV, CRASH_MARKER_ENV
 from tests.integration.kafka_util import (
     create_topic,
     produce_numbered,
@@ -299,7 +302,7 @@ def test_a_worker_reuses_its_producer_across_batches(
 def test_a_cached_producer_fenced_by_a_newer_one_recovers_in_task(
     kafka_cluster: LocalKafkaCluster, own_cache: None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="airflow_provider_kafkaspark.spark.kafka_sink")
+    caplog.set_level(logging.DEBUG, logger="airflow_provider_kafkaspark.spark.sink")
     bootstrap = kafka_cluster.bootstrap_servers
     topic = unique("sink-fenced")
     create_topic(bootstrap, topic, 3)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from confluent_kafka import Producer
 
-from airflow_provider_kafkaspark.spark.sink_slots import task_slots
+from airflow_provider_kafkaspark.spark.sink.slots import task_slots
 from tests.integration.kafka_util import create_topic, first_attempt_order, renumbered_topic
 
 if TYPE_CHECKING:

@@ -50,7 +50,7 @@ def test_the_wheel_holds_the_provider_without_the_dev_tools(tmp_path: Path) -> N
     )
     (wheel,) = tmp_path.glob("airflow_provider_kafkaspark-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for runtime in ("spark/runner.py", "spark/fault_points.py", "hooks/kafkaspark.py"):
+    for runtime in ("spark/runner.py", "spark/sink/fault_points.py", "hooks/kafkaspark.py"):
         assert f"airflow_provider_kafkaspark/{runtime}" in names
     assert [n for n in names if "devtools" in n or n.startswith("tests/")] == []
 

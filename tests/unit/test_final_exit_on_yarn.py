@@ -1,13 +1,13 @@
 """Which exits a driver under YARN makes final by ending its own application
-(`runner.final_on_yarn`), and where it finds the ResourceManager
-(`runner.resource_manager_url`)."""
+(`final_exit.final_on_yarn`), and where it finds the ResourceManager
+(`final_exit.resource_manager_url`)."""
 
 from __future__ import annotations
 
 import pytest
 
 from airflow_provider_kafkaspark.spark import managed
-from airflow_provider_kafkaspark.spark.runner import (
+from airflow_provider_kafkaspark.spark.final_exit import (
     EXIT_BAD_SPEC,
     EXIT_STANDBY_EXPIRED,
     final_on_yarn,

@@ -79,7 +79,7 @@ def test_the_driver_interpreter_comes_from_sparks_own_settings() -> None:
 def test_a_driver_records_a_newer_spark_and_refuses_an_older_one(tmp_path: Path) -> None:
     from airflow_provider_kafkaspark.core.control import ControlFolder
     from airflow_provider_kafkaspark.errors import InvalidInputError
-    from airflow_provider_kafkaspark.spark.runner import check_checkpoint_release
+    from airflow_provider_kafkaspark.spark.spark_release import check_checkpoint_release
 
     checkpoint = str(tmp_path / "ckpt")
     control = ControlFolder(checkpoint)

@@ -2,7 +2,7 @@
 
 The rows carry the index of the task they came from before the coalesce (column
 `SLOT_INDEX_COLUMN`), and a coalesce hands a task its parents one after the other, so each
-index is one run of rows. Each slot is written as `sink_task` writes a task's slot: its own
+index is one run of rows. Each slot is written as `task` writes a task's slot: its own
 producer and marker, one transaction, skipped if its marker says it committed before.
 
 The slots' protocols are independent of one another (other transactional ids, other marker
@@ -27,10 +27,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from itertools import groupby
 from typing import Any
 
-from airflow_provider_kafkaspark.spark.sink_config import SLOT_INDEX_COLUMN, SinkTaskConfig
-from airflow_provider_kafkaspark.spark.sink_rows import arrow_rows
-from airflow_provider_kafkaspark.spark.sink_task import write_slot
-from airflow_provider_kafkaspark.spark.worker_imports import make_zip_invalidation_lazy
+from airflow_provider_kafkaspark.spark.sink.config import SLOT_INDEX_COLUMN, SinkTaskConfig
+from airflow_provider_kafkaspark.spark.sink.rows import arrow_rows
+from airflow_provider_kafkaspark.spark.sink.task import write_slot
+from airflow_provider_kafkaspark.spark.sink.worker_imports import make_zip_invalidation_lazy
 
 # Slots of one task written at once. Each has a producer with its own threads and
 # connections; rows come one slot after another, so beyond a few the overlap gains nothing.

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(
 SCRIPT = textwrap.dedent(
     """
     import importlib, sys, zipfile, zipimport
-    from airflow_provider_kafkaspark.spark.worker_imports import make_zip_invalidation_lazy
+    from airflow_provider_kafkaspark.spark.sink.worker_imports import make_zip_invalidation_lazy
 
     archive = sys.argv[1]
     with zipfile.ZipFile(archive, "w") as z:

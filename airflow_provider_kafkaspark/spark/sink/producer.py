@@ -32,20 +32,20 @@ from airflow_provider_kafkaspark.core.kafka_client import (
     retry_worthy,
 )
 from airflow_provider_kafkaspark.errors import KafkaRequestError
-from airflow_provider_kafkaspark.spark.sink_clients import close_quietly
-from airflow_provider_kafkaspark.spark.sink_config import (
+from airflow_provider_kafkaspark.spark.sink.clients import close_quietly
+from airflow_provider_kafkaspark.spark.sink.config import (
     MARKER_PARTITION,
     SinkTaskConfig,
     marker_group,
     transactional_id,
 )
-from airflow_provider_kafkaspark.spark.sink_rows import positional, produce_arguments
+from airflow_provider_kafkaspark.spark.sink.rows import positional, produce_arguments
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, KafkaError, Producer
 
 # The sink's modules log under one name, the one its users configure.
-log = logging.getLogger("airflow_provider_kafkaspark.spark.kafka_sink")
+log = logging.getLogger("airflow_provider_kafkaspark.spark.sink")
 
 T = TypeVar("T")
 
@@ -85,7 +85,7 @@ def _no_lap(phase: str) -> None:
 class TaskProducer:
     """The transactional producer and marker consumer of output task `task` of one batch.
 
-    Either client may come from the worker's cache (`sink_clients`) or be created here; the
+    Either client may come from the worker's cache (`clients`) or be created here; the
     caller decides what becomes of them when the task ends (`close`, or back to the cache).
     `lap(phase)` is called as each timed phase ends (TaskResult.phases).
     """

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_kafkaspark.spark.consumer_warning import warns_per_record
+from airflow_provider_kafkaspark.spark.sink.consumer_warning import warns_per_record
 
 
 @pytest.mark.parametrize(

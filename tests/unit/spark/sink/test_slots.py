@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from airflow_provider_kafkaspark.spark.sink_slots import _range_start
+from airflow_provider_kafkaspark.spark.sink.slots import _range_start
 
 
 @dataclass

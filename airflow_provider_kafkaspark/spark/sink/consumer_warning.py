@@ -19,7 +19,7 @@ import threading
 import weakref
 from typing import Any
 
-log = logging.getLogger("airflow_provider_kafkaspark.spark.kafka_sink")
+log = logging.getLogger("airflow_provider_kafkaspark.spark.sink")
 
 CONSUMER_LOGGER = "org.apache.spark.sql.kafka010.consumer.KafkaDataConsumer"
 

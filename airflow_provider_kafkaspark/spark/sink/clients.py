@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from confluent_kafka import Consumer, Producer
 
 # The sink's modules log under one name, the one its users configure.
-log = logging.getLogger("airflow_provider_kafkaspark.spark.kafka_sink")
+log = logging.getLogger("airflow_provider_kafkaspark.spark.sink")
 
 # How many transactional producers (and as many marker consumers) one Python worker keeps
 # between tasks (see "Client reuse"), least recently used closed first. Each is a librdkafka

@@ -30,7 +30,7 @@ class SinkTaskConfig:
     topic: str
     sink_id: str
     query_id: str
-    # The columns of the rows handed to the task, `value` first (`sink_schema.sink_columns`).
+    # The columns of the rows handed to the task, `value` first (`schema.sink_columns`).
     columns: tuple[str, ...]
     # Seconds one blocking client call (init, marker read, send offsets, commit, abort) may take.
     operation_timeout_s: float
@@ -38,7 +38,7 @@ class SinkTaskConfig:
     reuse_clients: bool = True
     # The Spark driver's pid, for the crash hook (`fault_points.maybe_crash`).
     driver_pid: int = 0
-    # The slot of each task index (`sink_slots`); None: the index itself.
+    # The slot of each task index (`slots`); None: the index itself.
     slots: tuple[int, ...] | None = None
     # The crash point armed for this batch (`fault_points.DURING_SINK_WRITE`), decided once on
     # the driver; None, always, outside crash tests.

@@ -13,10 +13,10 @@ Kafka transaction, and a replayed batch skips the tasks whose marker says they c
 How that works, and what the caller must provide for it (deterministic batches, a stable
 `query_id`, read_committed readers, ...): `docs/exactly_once_sink.md`.
 
-This module is the driver side. The executor side is `sink_task` (one task), with
-`sink_producer` (its Kafka clients and calls), `sink_clients` (clients kept between tasks),
-`sink_rows` (rows to produce() arguments); `sink_config` is what the driver hands the tasks,
-`sink_schema` the checks of the batch's columns and of the settings.
+This module is the driver side. The executor side is `task` (one task), with
+`producer` (its Kafka clients and calls), `clients` (clients kept between tasks),
+`rows` (rows to produce() arguments); `config` is what the driver hands the tasks,
+`schema` the checks of the batch's columns and of the settings.
 
 confluent_kafka and pyspark are imported inside functions only: importing this module must
 stay cheap (DAG files import the package), and executors import confluent_kafka themselves.
@@ -35,21 +35,21 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
-from airflow_provider_kafkaspark.spark.consumer_warning import quiet_per_record_warning
-from airflow_provider_kafkaspark.spark.fault_points import (
-    AFTER_SINK_COMMIT,
-    DURING_SINK_WRITE,
-    maybe_crash,
-    should_crash,
-)
-from airflow_provider_kafkaspark.spark.sink_clients import close_cached_clients
-from airflow_provider_kafkaspark.spark.sink_config import (
+from airflow_provider_kafkaspark.spark.sink.clients import close_cached_clients
+from airflow_provider_kafkaspark.spark.sink.config import (
     SLOT_INDEX_COLUMN,
     SinkTaskConfig,
     marker_group,
     transactional_id,
 )
-from airflow_provider_kafkaspark.spark.sink_schema import (
+from airflow_provider_kafkaspark.spark.sink.consumer_warning import quiet_per_record_warning
+from airflow_provider_kafkaspark.spark.sink.fault_points import (
+    AFTER_SINK_COMMIT,
+    DURING_SINK_WRITE,
+    maybe_crash,
+    should_crash,
+)
+from airflow_provider_kafkaspark.spark.sink.schema import (
     OWNED_CONSUMER_KEYS,
     OWNED_PRODUCER_KEYS,
     check_name,
@@ -57,9 +57,9 @@ from airflow_provider_kafkaspark.spark.sink_schema import (
     plain_config,
     sink_columns,
 )
-from airflow_provider_kafkaspark.spark.sink_shared_task import write_shared_arrow_task
-from airflow_provider_kafkaspark.spark.sink_slots import task_slots
-from airflow_provider_kafkaspark.spark.sink_task import (
+from airflow_provider_kafkaspark.spark.sink.shared_task import write_shared_arrow_task
+from airflow_provider_kafkaspark.spark.sink.slots import task_slots
+from airflow_provider_kafkaspark.spark.sink.task import (
     REUSED_MARKER_TIMEOUT_S,
     STATUS_EMPTY,
     STATUS_SKIPPED,
@@ -85,7 +85,7 @@ __all__ = [
     "write_task",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("airflow_provider_kafkaspark.spark.sink")
 
 # Every transaction of this sink is opened and committed inside one Spark task, so no
 # transaction stays open across a graceful stop or between batches. The timeout matters only
@@ -284,7 +284,7 @@ class ExactlyOnceKafkaSink:
             self._projected(batch, fields, columns), columns, batch_id
         )
         # Armed once per batch, here, from the driver's environment (where `fault_points`
-        # says to set it): task 0 then crashes halfway through its rows (`sink_task`).
+        # says to set it): task 0 then crashes halfway through its rows (`task`).
         crash = DURING_SINK_WRITE if should_crash(os.environ, DURING_SINK_WRITE, batch_id) else None
         config = self.task_config(columns, slots=slots, crash=crash)
         shared = self._shared_tasks(selected, count) if self.arrow else None
@@ -334,7 +334,7 @@ class ExactlyOnceKafkaSink:
     ) -> DataFrame:
         """The batch narrowed to the sink's `columns`.
 
-        `mapInArrow` tasks read their columns by name (`sink_rows.arrow_rows`): a batch that
+        `mapInArrow` tasks read their columns by name (`rows.arrow_rows`): a batch that
         has the sink's columns and no other goes to them as it is, without a projection (a
         py4j round trip per batch, on the driver, between two micro-batches). Pickled rows
         are read by position, so the RDD path always gets them in `columns` order.
@@ -361,7 +361,7 @@ class ExactlyOnceKafkaSink:
         """The rows to write, the slot of each task index (None: the index itself) and the
         number of tasks (slots).
 
-        See `sink_slots`: a task's slot, not its index, names its transactional id and
+        See `slots`: a task's slot, not its index, names its transactional id and
         marker, because only the slot is the same on a replay of the batch.
         """
         slots = task_slots(selected)

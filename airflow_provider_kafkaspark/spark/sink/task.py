@@ -3,10 +3,10 @@
 `write_slot` runs the protocol of `docs/exactly_once_sink.md` for one slot of a batch: read
 the marker, skip a batch the slot committed before, else write the marker and the rows in
 one transaction. `write_task` (row tuples, `mapPartitionsWithIndex`) and `write_arrow_task`
-(Arrow record batches, `mapInArrow`) call it for a task's one slot; `sink_shared_task` for
+(Arrow record batches, `mapInArrow`) call it for a task's one slot; `shared_task` for
 each of the slots a coalesced task was given. The clients come from, and go back to, the
-worker's cache (`sink_clients`); the Kafka calls and their errors are `TaskProducer`'s
-(`sink_producer`).
+worker's cache (`clients`); the Kafka calls and their errors are `TaskProducer`'s
+(`producer`).
 
 confluent_kafka, pyarrow and pyspark are imported inside functions only.
 """
@@ -23,18 +23,18 @@ from dataclasses import asdict, dataclass, field
 from itertools import chain, islice
 from typing import Any, TypeVar
 
-from airflow_provider_kafkaspark.spark.fault_points import DURING_SINK_WRITE, maybe_crash
-from airflow_provider_kafkaspark.spark.sink_clients import CLIENTS, fingerprint
-from airflow_provider_kafkaspark.spark.sink_config import (
+from airflow_provider_kafkaspark.spark.sink.clients import CLIENTS, fingerprint
+from airflow_provider_kafkaspark.spark.sink.config import (
     SinkTaskConfig,
     already_committed,
 )
-from airflow_provider_kafkaspark.spark.sink_producer import TaskProducer, TaskProducerError
-from airflow_provider_kafkaspark.spark.sink_rows import arrow_rows, plain_rows
-from airflow_provider_kafkaspark.spark.worker_imports import make_zip_invalidation_lazy
+from airflow_provider_kafkaspark.spark.sink.fault_points import DURING_SINK_WRITE, maybe_crash
+from airflow_provider_kafkaspark.spark.sink.producer import TaskProducer, TaskProducerError
+from airflow_provider_kafkaspark.spark.sink.rows import arrow_rows, plain_rows
+from airflow_provider_kafkaspark.spark.sink.worker_imports import make_zip_invalidation_lazy
 
 # The sink's modules log under one name, the one its users configure.
-log = logging.getLogger("airflow_provider_kafkaspark.spark.kafka_sink")
+log = logging.getLogger("airflow_provider_kafkaspark.spark.sink")
 
 T = TypeVar("T")
 
@@ -115,7 +115,7 @@ def write_arrow_task(
 ) -> Iterator[Any]:
     """Executor side, for `mapInArrow`: `write_task` for this task's Arrow record batches.
 
-    The task is the slot of the partition index (see `sink_slots`). Yields one record batch
+    The task is the slot of the partition index (see `slots`). Yields one record batch
     with one row: the TaskResult as JSON, in column `result`.
     """
     import pyarrow as pa

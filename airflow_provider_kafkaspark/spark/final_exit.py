@@ -1,0 +1,107 @@
+"""Final exits: the driver's exit codes that another attempt would only repeat, and how a
+driver under YARN ends its own application after one, so that YARN starts no other attempt.
+
+The runner's exit codes (`spark/runner.py`): 0 stopped cleanly or finished, 1 failed, 2
+stopped without draining, 3 lease held by a live driver, 4 bad job (spec, code, SQL, topics
+or sink schema; not restarted), 5 a standby that no handover reached (`spark/standby.py`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
+    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+
+# The runner's logger: these lines are the runner's, in the driver log, as before the split.
+log = logging.getLogger("kafkaspark.runner")
+
+EXIT_BAD_SPEC = 4  # also `managed.EXIT_BAD_JOB`
+EXIT_STANDBY_EXPIRED = 5  # a standby that no handover reached (final, not restarted)
+# Exits that another attempt would only repeat.
+FINAL_EXIT_CODES = frozenset({EXIT_BAD_SPEC, EXIT_STANDBY_EXPIRED})
+RM_CONF_KEYS = (
+    "yarn.http.policy",
+    "yarn.resourcemanager.webapp.address",
+    "yarn.resourcemanager.webapp.https.address",
+    "yarn.resourcemanager.hostname",
+)
+
+
+def final_on_yarn(exit_code: int, master: str) -> bool:
+    """The driver must end its YARN application itself: Spark's ApplicationMaster leaves a
+    failed attempt that is not the last one unregistered, and YARN then runs the same bad job
+    again until `spark.yarn.maxAppAttempts` is used up, where the local supervisor would stop
+    at the first."""
+    return master == "yarn" and exit_code in FINAL_EXIT_CODES
+
+
+def resource_manager_url(conf: Mapping[str, str | None]) -> str | None:
+    """The ResourceManager's web address from the driver's Hadoop settings (`RM_CONF_KEYS`),
+    or None when they name no host. A bind-all address (0.0.0.0) is where the RM listens, not
+    where a client reaches it: the RM's hostname stands in for it."""
+    https = (conf.get("yarn.http.policy") or "").strip().upper() == "HTTPS_ONLY"
+    if https:
+        key, port = "yarn.resourcemanager.webapp.https.address", 8090
+    else:
+        key, port = "yarn.resourcemanager.webapp.address", 8088
+    hostname = (conf.get("yarn.resourcemanager.hostname") or "").strip()
+    address = (conf.get(key) or "").strip()
+    host, _, given_port = address.rpartition(":") if ":" in address else (address, "", "")
+    if host in ("", "0.0.0.0"):
+        host = hostname
+    if not host or host == "0.0.0.0":
+        return None
+    return f"{'https' if https else 'http'}://{host}:{given_port or port}"
+
+
+def yarn_application(spark: SparkSession, spec: JobSpec) -> YarnJobRef | None:
+    """This driver's YARN application as a job reference, or None (logged) when its Hadoop
+    settings name no ResourceManager."""
+    from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
+
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    url = resource_manager_url({key: hadoop.get(key) for key in RM_CONF_KEYS})
+    app_id = spark.sparkContext.applicationId
+    if url is None:
+        log.error(
+            "application %s: the Hadoop settings name no ResourceManager (%s); YARN may "
+            "start another attempt of this final exit",
+            app_id,
+            ", ".join(RM_CONF_KEYS),
+        )
+        return None
+    return YarnJobRef(
+        job_name=spec.job_name,
+        checkpoint=spec.checkpoint_location,
+        application_id=app_id,
+        resource_manager=url,
+    )
+
+
+def end_application(ref: YarnJobRef, code: int) -> None:
+    """Kill the driver's own application through the ResourceManager, so that no other attempt
+    repeats a final exit. An RM out of reach leaves it to YARN's attempts, as before."""
+    from airflow_provider_kafkaspark.backends import yarn_rest
+    from airflow_provider_kafkaspark.errors import KafkaSparkError
+
+    why = f"kafkaspark: exit {code} ({'bad job' if code == EXIT_BAD_SPEC else 'standby expired'})"
+    why += " is final; the driver ended its application (see the checkpoint's stopped report)"
+    log.warning(
+        "ending application %s at %s: exit %d is final and another YARN attempt would only "
+        "repeat it",
+        ref.application_id,
+        ref.resource_manager,
+        code,
+    )
+    try:
+        state = yarn_rest.kill(ref, diagnostics=why)
+    except KafkaSparkError as exc:
+        log.error("could not end application %s, YARN may retry it: %s", ref.application_id, exc)
+        return
+    log.info("application %s: the ResourceManager reports %s", ref.application_id, state)
