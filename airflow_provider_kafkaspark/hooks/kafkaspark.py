@@ -1,189 +1,50 @@
 """`KafkaSparkHook`: connections in. The official providers' `kafka` connection (its extra is
-the librdkafka config dict) and, for cluster managers, their `spark` connection; this provider
-defines no connection type of its own.
+the librdkafka config dict), `aws` connection (read by the Amazon provider's hook) and, for
+cluster managers, their `spark` connection; this provider defines no connection type of its own.
 
-Imported by operators inside `execute`, never at DAG parse time (the official Kafka hook
-imports confluent_kafka at module level).
+Imported by operators inside `execute`, never at DAG parse time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from airflow.sdk import BaseHook
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
-
-# librdkafka callbacks are Python objects: they cannot travel to a Spark driver in a spec.
-_CALLBACK_KEYS = ("error_cb", "throttle_cb", "stats_cb", "log_cb", "oauth_cb", "on_commit")
-
-
-def _connection_extra(kafka_conn_id: str) -> dict[str, Any]:
-    """The extra of a `kafka` connection as a dict; a typed error naming the connection when
-    it is not defined or its extra is not a JSON object (the values are never shown)."""
-    from airflow.sdk.exceptions import AirflowNotFoundException
-
-    try:
-        conn = BaseHook.get_connection(kafka_conn_id)
-    except AirflowNotFoundException as exc:
-        raise InvalidInputError(
-            f"Kafka connection {kafka_conn_id!r} is not defined: add it (UI, CLI or an "
-            f"AIRFLOW_CONN_{str(kafka_conn_id).upper()} variable)"
-        ) from exc
-    raw = conn.extra
-    if raw:
-        try:
-            parsed = json.loads(raw)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(
-                f"Kafka connection {kafka_conn_id!r}: its 'extra' is not JSON "
-                f"({type(exc).__name__})"
-            ) from None
-        if not isinstance(parsed, dict):
-            raise InvalidInputError(
-                f"Kafka connection {kafka_conn_id!r}: its 'extra' must be a JSON object of "
-                f"client settings, got a JSON {type(parsed).__name__}"
-            )
-    extra = conn.extra_dejson
-    if not isinstance(extra, dict):
-        raise InvalidInputError(
-            f"Kafka connection {kafka_conn_id!r}: its 'extra' must be a JSON object of "
-            f"client settings, got {type(extra).__name__}"
-        )
-    return dict(extra)
-
-
-def _servers(kafka_conn_id: str, extra: dict[str, Any]) -> str:
-    servers = extra.get("bootstrap.servers")
-    if servers is None or servers == "":
-        raise InvalidInputError(
-            f"Kafka connection {kafka_conn_id!r}: its extra has no 'bootstrap.servers'"
-        )
-    if not isinstance(servers, str) or not servers.strip():
-        raise InvalidInputError(
-            f"Kafka connection {kafka_conn_id!r}: 'bootstrap.servers' must be a string of "
-            f"host:port entries separated by commas, got {type(servers).__name__}"
-        )
-    return servers
-
-
-def _kafka_client_config(kafka_conn_id: str) -> dict[str, Any]:
-    """The client config of a `kafka` connection, callbacks resolved (for in-process use:
-    admin calls, probes, reconciliation)."""
-    from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
-
-    # Checked first: the official hook fails on these with untyped errors.
-    _servers(kafka_conn_id, _connection_extra(kafka_conn_id))
-    try:
-        hook = KafkaBaseHook(kafka_conn_id)  # type: ignore[no-untyped-call]
-        return dict(hook._build_config())
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise InvalidInputError(f"Kafka connection {kafka_conn_id!r}: {exc}") from exc
-
-
-def _kafka_spec_config(kafka_conn_id: str) -> tuple[str, dict[str, str]]:
-    """(bootstrap servers, the rest of the client config as strings) of a `kafka`
-    connection, for a job spec: what the driver's admin client, lag commits and sink
-    producers need (security settings included)."""
-    extra = _connection_extra(kafka_conn_id)
-    servers = _servers(kafka_conn_id, extra)
-    extra.pop("bootstrap.servers", None)
-    for key in _CALLBACK_KEYS:
-        extra.pop(key, None)
-    # Consumer-only settings of the connection would make producers and admin clients warn.
-    for key in ("group.id", "auto.offset.reset", "enable.auto.commit"):
-        extra.pop(key, None)
-    return servers, {str(k): str(v) for k, v in extra.items()}
-
-
-# -- the `aws` connection ---------------------------------------------------------------------
-# An official-provider `aws` connection, read for checkpoints and savepoints on S3.
-#
-# The fields are the Amazon provider's: login = access key id, password = secret access key;
-# in the extra `aws_session_token`, `region_name`, and the endpoint of an S3-compatible store
-# as `endpoint_url` or `service_config.s3.endpoint_url`. A connection without a login leaves
-# credentials to the default chain (instance profile, the AWS variables), as the Amazon
-# provider does. Read by hand (about twenty lines) rather than through the Amazon provider's
-# `AwsConnectionWrapper`, which would add that provider and boto3 as dependencies; unlike it,
-# this does not assume roles (`role_arn`) or read profiles from a credentials file.
-
-
-@dataclass(frozen=True)
-class AwsStorage:
-    """What one `aws` connection gives: s3fs options for this process, and the standard AWS
-    variables for a driver process (which S3A and s3fs there both read). `repr` hides both:
-    they hold the secret key."""
-
-    s3fs_options: dict[str, Any] = field(repr=False)
-    driver_env: dict[str, str] = field(repr=False)
-
-
-def aws_storage(aws_conn_id: str) -> AwsStorage:
-    """Read an `aws` connection; errors name the connection and the field, never a value."""
-    from airflow.sdk.exceptions import AirflowNotFoundException
-
-    try:
-        conn = BaseHook.get_connection(aws_conn_id)
-    except AirflowNotFoundException as exc:
-        raise InvalidInputError(
-            f"AWS connection {aws_conn_id!r} is not defined: add it (UI, CLI or an "
-            f"AIRFLOW_CONN_{str(aws_conn_id).upper()} variable)"
-        ) from exc
-    try:
-        extra = json.loads(conn.extra) if conn.extra else {}
-    except (TypeError, ValueError):
-        raise InvalidInputError(
-            f"AWS connection {aws_conn_id!r}: its 'extra' is not JSON"
-        ) from None
-    if not isinstance(extra, dict):
-        raise InvalidInputError(f"AWS connection {aws_conn_id!r}: its 'extra' must be an object")
-    service = extra.get("service_config", {})
-    s3_service = service.get("s3", {}) if isinstance(service, dict) else {}
-    endpoint = (s3_service if isinstance(s3_service, dict) else {}).get(
-        "endpoint_url"
-    ) or extra.get("endpoint_url")
-    region = extra.get("region_name")
-    token = extra.get("aws_session_token")
-    for name, value in (("endpoint_url", endpoint), ("region_name", region)):
-        if value is not None and not isinstance(value, str):
-            raise InvalidInputError(f"AWS connection {aws_conn_id!r}: '{name}' must be a string")
-    if bool(conn.login) != bool(conn.password):
-        raise InvalidInputError(
-            f"AWS connection {aws_conn_id!r}: give both the access key id (login) and the "
-            f"secret access key (password), or neither"
-        )
-
-    options: dict[str, Any] = {}
-    env: dict[str, str] = {}
-    if conn.login:
-        options.update(key=conn.login, secret=conn.password)
-        env.update(AWS_ACCESS_KEY_ID=str(conn.login), AWS_SECRET_ACCESS_KEY=str(conn.password))
-        if token:
-            options["token"] = str(token)
-            env["AWS_SESSION_TOKEN"] = str(token)
-    client_kwargs: dict[str, str] = {}
-    if endpoint:
-        client_kwargs["endpoint_url"] = endpoint
-        env["AWS_ENDPOINT_URL"] = endpoint
-    if region:
-        client_kwargs["region_name"] = region
-        env.update(AWS_REGION=region, AWS_DEFAULT_REGION=region)
-    if client_kwargs:
-        options["client_kwargs"] = client_kwargs
-    return AwsStorage(s3fs_options=options, driver_env=env)
+from airflow_provider_kafkaspark.hooks.aws_connection import AwsStorage, aws_storage
+from airflow_provider_kafkaspark.hooks.kafka_connection import (
+    kafka_client_config,
+    kafka_spec_config,
+)
 
 
 def _spark_connection(spark_conn_id: str) -> tuple[str, str | None]:
-    """(master, deploy mode) of a `spark` connection, as the official Spark hook reads it."""
-    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+    """(master, deploy mode) of a `spark` connection, read as the official Spark hook reads it
+    (which it does only privately, in `SparkSubmitHook._resolve_connection`): a UI connection
+    keeps the whole master URL in its host, a URI one splits the scheme into the type; the
+    port is appended; the extra's `deploy-mode` is the mode."""
+    from airflow.sdk.exceptions import AirflowNotFoundException
 
-    resolved = SparkSubmitHook(conn_id=spark_conn_id)._connection
-    return str(resolved["master"]), resolved.get("deploy_mode")
+    try:
+        conn = BaseHook.get_connection(spark_conn_id)
+    except AirflowNotFoundException as exc:
+        raise InvalidInputError(
+            f"Spark connection {spark_conn_id!r} is not defined: add it (UI, CLI or an "
+            f"AIRFLOW_CONN_{str(spark_conn_id).upper()} variable)"
+        ) from exc
+    if conn.conn_type == "spark" and conn.host and ("://" in conn.host or not conn.port):
+        master = str(conn.host)
+    else:
+        master = f"{conn.conn_type}://{conn.host or ''}"
+    if conn.port:
+        master = f"{master}:{conn.port}"
+    extra = conn.extra_dejson
+    mode = extra.get("deploy-mode") if isinstance(extra, dict) else None
+    return master, None if mode is None else str(mode)
 
 
 class KafkaSparkHook(BaseHook):
@@ -236,12 +97,12 @@ class KafkaSparkHook(BaseHook):
     def kafka_client_config(self) -> dict[str, Any]:
         """The client config of the `kafka` connection, callbacks resolved (for in-process
         use: admin calls, probes, reconciliation)."""
-        return _kafka_client_config(self.kafka_conn_id)
+        return kafka_client_config(self.kafka_conn_id)
 
     def kafka_spec_config(self) -> tuple[str, dict[str, str]]:
         """(bootstrap servers, the rest of the client config as strings), for a job spec:
         what the driver's admin client, lag commits and sink producers need."""
-        return _kafka_spec_config(self.kafka_conn_id)
+        return kafka_spec_config(self.kafka_conn_id)
 
     def spark_connection(self) -> tuple[str, str | None]:
         """(master, deploy mode) of the `spark` connection, as the official Spark hook reads it."""
