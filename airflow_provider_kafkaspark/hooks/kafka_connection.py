@@ -15,6 +15,7 @@ No confluent_kafka import here: operators reach this inside `execute` all the sa
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import re
 from typing import Any
@@ -95,8 +96,6 @@ def resolve_callbacks(kafka_conn_id: str, config: dict[str, Any]) -> None:
     """Replace the callbacks given as dotted paths by what they name, as the Kafka provider
     does: only paths listed in `[apache_kafka] callback_allowlist` (a connection's extra must
     not choose code to run). Errors name the setting and the path, never another value."""
-    from airflow.sdk.module_loading import import_string
-
     for key in CALLBACK_KEYS:
         path = config.get(key)
         if not isinstance(path, str):
@@ -107,9 +106,10 @@ def resolve_callbacks(kafka_conn_id: str, config: dict[str, Any]) -> None:
                 f"{key}={path!r}: it is not in [{ALLOWLIST_SECTION}] {ALLOWLIST_OPTION} "
                 f"(AIRFLOW__{ALLOWLIST_SECTION.upper()}__{ALLOWLIST_OPTION.upper()})"
             )
+        module, _, name = path.rpartition(".")
         try:
-            config[key] = import_string(path)
-        except ImportError as exc:
+            config[key] = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError) as exc:
             raise InvalidInputError(
                 f"Kafka connection {kafka_conn_id!r}: callback {key}={path!r} cannot be "
                 f"imported ({type(exc).__name__})"
@@ -119,7 +119,10 @@ def resolve_callbacks(kafka_conn_id: str, config: dict[str, Any]) -> None:
 def _msk_iam_token(region: str, _oauthbearer_config: str) -> tuple[str, float]:
     """An OAUTHBEARER token for Amazon MSK IAM (librdkafka's `oauth_cb`): the signer gives its
     expiry in milliseconds, librdkafka wants seconds."""
-    from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
+    # An optional package (the Kafka provider's `msk` extra): not there for mypy either.
+    from aws_msk_iam_sasl_signer import (  # type: ignore[import-not-found, unused-ignore]
+        MSKAuthTokenProvider,
+    )
 
     token, expiry_ms = MSKAuthTokenProvider.generate_auth_token(region)
     return token, expiry_ms / 1000
@@ -130,7 +133,9 @@ def _add_managed_token_callback(kafka_conn_id: str, config: dict[str, Any], serv
     `oauth_cb` is kept."""
     if "managedkafka" in servers and "cloud.goog" in servers:
         try:
-            from airflow.providers.google.cloud.hooks.managed_kafka import ManagedKafkaHook
+            from airflow.providers.google.cloud.hooks.managed_kafka import (  # type: ignore[import-not-found, unused-ignore]
+                ManagedKafkaHook,
+            )
         except ImportError:
             raise InvalidInputError(
                 f"Kafka connection {kafka_conn_id!r} names a Google Managed Kafka cluster: "
