@@ -13,8 +13,7 @@ from botocore.credentials import ReadOnlyCredentials  # type: ignore[import-unty
 
 from airflow_provider_kafkaspark.core.storage import open_location, s3_options_scope
 from airflow_provider_kafkaspark.errors import InvalidInputError
-from airflow_provider_kafkaspark.hooks.aws_connection import aws_storage
-from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook, aws_storage
 
 SECRET = "s3cr3t-SENTINEL"
 
