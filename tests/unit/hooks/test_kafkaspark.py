@@ -28,6 +28,57 @@ def test_spark_connection_is_read_by_the_official_hook(monkeypatch: pytest.Monke
     )
 
 
+@pytest.mark.parametrize(
+    "definition",
+    [
+        {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}},
+        {"conn_type": "spark", "host": "local[2]"},
+        {"conn_type": "spark", "host": "spark://master.example", "port": 7077},
+        {"conn_type": "spark", "host": "master.example", "port": 7077},
+        "spark://master.example:7077?deploy-mode=client",
+        "yarn://rm.example?deploy-mode=cluster",
+    ],
+)
+def test_spark_master_and_mode_are_what_the_official_hook_reads(
+    monkeypatch: pytest.MonkeyPatch, definition: dict[str, object] | str
+) -> None:
+    """Parsed by hand from the connection: the official hook reads it only privately (its
+    `_connection`, consulted here as the reference)."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    text = definition if isinstance(definition, str) else json.dumps(definition)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_ANY", text)
+    official = SparkSubmitHook(conn_id="spark_any")._connection
+    assert KafkaSparkHook(spark_conn_id="spark_any").spark_connection() == (
+        official["master"],
+        official["deploy_mode"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("definition", "master"),
+    [
+        (
+            {"conn_type": "spark", "host": "k8s://https://api.example", "port": 6443},
+            "k8s://https://api.example:6443",
+        ),
+        ("k8s://api.example:6443", "k8s://api.example:6443"),
+    ],
+)
+def test_a_kubernetes_master_is_read_without_the_kubernetes_client(
+    monkeypatch: pytest.MonkeyPatch, definition: dict[str, object] | str, master: str
+) -> None:
+    """The official hook cannot be built for one without the kubernetes package installed."""
+    text = definition if isinstance(definition, str) else json.dumps(definition)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_K8S", text)
+    assert KafkaSparkHook(spark_conn_id="spark_k8s").spark_connection() == (master, None)
+
+
+def test_an_undefined_spark_connection_is_named() -> None:
+    with pytest.raises(InvalidInputError, match="Spark connection 'spark_nowhere' is not defined"):
+        KafkaSparkHook(spark_conn_id="spark_nowhere").spark_connection()
+
+
 def test_a_cluster_call_without_a_spark_connection_says_so() -> None:
     with pytest.raises(InvalidInputError, match="spark_conn_id"):
         kafkaspark.KafkaSparkHook("kafka_default").spark_connection()
