@@ -25,6 +25,8 @@ for path in sorted((top / "airflow_provider_kafkaspark").rglob("*.py")):
     except Exception as exc:
         failed.append(f"{name}: {type(exc).__name__}: {exc}")
 print("\\n".join(failed))
+devstack = sorted(m for m in sys.modules if m.startswith("kafkaspark_devstack"))
+print(f"dev stack loaded: {devstack}" if devstack else "", end="")
 print("devtools loaded" if "airflow_provider_kafkaspark.devtools" in sys.modules else "ok")
 """
 
@@ -53,6 +55,9 @@ def test_the_wheel_holds_the_provider_without_the_dev_tools(tmp_path: Path) -> N
     for runtime in ("spark/runner.py", "spark/fault_points.py", "hooks/kafkaspark.py"):
         assert f"airflow_provider_kafkaspark/{runtime}" in names
     assert [n for n in names if "devtools" in n or n.startswith("tests/")] == []
+    # The dev stack is a distribution of its own (devstack/): no launcher ships here.
+    launchers = ("kafkaspark_devstack", "netbed", "postgres", "airflow_services", "/local/")
+    assert [n for n in names if any(part in n for part in launchers)] == []
 
     unpacked = tmp_path / "unpacked"
     zipfile.ZipFile(wheel).extractall(unpacked)
