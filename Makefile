@@ -22,11 +22,11 @@ setup-matrix: setup
 
 # KAFKASPARK_FAST_JVM: local drivers and brokers start from class archives (see docs/testing.md).
 demo: setup
-	KAFKASPARK_FAST_JVM=1 $(PY) -m airflow_provider_kafkaspark.devtools.demo
+	KAFKASPARK_FAST_JVM=1 $(PY) -m kafkaspark_devstack.demo
 
 # The same story with the checkpoint and savepoints on a local S3 server (SeaweedFS).
 demo-s3: setup
-	KAFKASPARK_FAST_JVM=1 $(PY) -m airflow_provider_kafkaspark.devtools.demo --storage s3
+	KAFKASPARK_FAST_JVM=1 $(PY) -m kafkaspark_devstack.demo --storage s3
 
 # Lint and the pure unit tests first: they fail in a minute where the rest takes twenty.
 test: setup setup-matrix lint
@@ -51,7 +51,7 @@ e2e: setup
 # The cluster stack on top of setup: the YARN daemons' jars (about 80 MB from Maven Central),
 # and the bed's Airflow deployment (PostgreSQL, its drivers, the Edge executor).
 setup-cluster: setup
-	$(PY) -m pip install -q -e ".[dev,cluster]"
+	$(PY) -m pip install -q -e ".[dev,cluster]" -e ./devstack
 	$(PY) -c 'import pyspark, airflow_provider_kafkaspark.versions as v; assert pyspark.__version__ == v.SPARK_VERSION, pyspark.__version__'
 	$(VENV)/bin/kafkaspark local jars resolve --with yarn | sed 's/^/setup: jars /'
 
@@ -63,6 +63,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # The stop -> savepoint race, 20 driver rounds instead of CI's 5.
 soak: setup

@@ -128,3 +128,8 @@ class JobSkippedError(KafkaSparkError):
 class NoLiveBootstrapError(InvalidInputError):
     """No bootstrap server of a connection answers: the submit fails without retries, as
     Airflow's permanent failures do (a dead or mistyped list does not heal by waiting)."""
+
+
+class JarsSettingError(JarsNotFoundError):
+    """The jar setting (`KAFKASPARK_JARS_DIR`, or a folder a caller gave) names a missing
+    folder or one that lacks an artifact of the connector set; the message names both."""

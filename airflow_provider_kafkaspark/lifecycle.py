@@ -22,9 +22,11 @@ from airflow_provider_kafkaspark.core.control import (
     SubmittedMarker,
     ended_before_running,
     now_ms,
+    request_stop,
     start_pending,
     stop_wait_s,
 )
+from airflow_provider_kafkaspark.core.host_process import holder_gone, reap
 from airflow_provider_kafkaspark.core.job_ref import (
     JobRef,
     LocalJobRef,
@@ -45,7 +47,6 @@ from airflow_provider_kafkaspark.core.reconcile import (
     Severity,
     build_reconcile_plan,
 )
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
 from airflow_provider_kafkaspark.core.savepoint import (
     SavepointManifest,
@@ -61,7 +62,6 @@ from airflow_provider_kafkaspark.errors import (
     RefusedError,
     SavepointError,
 )
-from airflow_provider_kafkaspark.local.process import holder_gone, reap
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
@@ -279,26 +279,6 @@ def record_submit(
     return handle
 
 
-def submit_local(
-    spec: JobSpec,
-    workdir: str,
-    *,
-    master: str,
-    restart_policy: RestartPolicy | None,
-    submitted_by: str = "kafkaspark",
-    env: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """`submit_job` with a driver process on this host (local mode or client mode)."""
-    from airflow_provider_kafkaspark.backends.base import SubmitOptions
-    from airflow_provider_kafkaspark.submit_flow import deployment_backend
-
-    backend = deployment_backend(master)
-    options = SubmitOptions(
-        workdir=workdir, submitted_by=submitted_by, restart_policy=restart_policy, env=env or {}
-    )
-    return submit_job(backend, spec, options)
-
-
 def driver_alive(ref: JobRef | None) -> bool:
     """Whether the driver `ref` names is alive, as its backend sees it. A local driver of
     another host cannot be seen from here: not alive here, the lease decides. Errors of the
@@ -347,8 +327,6 @@ def begin_stop(
 
     A driver submitted but not yet holding the lease is waited for: it honours the request
     as soon as its query starts."""
-    from airflow_provider_kafkaspark.local.jobs import request_stop
-
     control = ControlFolder(checkpoint)
     submitted = control.read_submitted()
     ref = ref or marker_ref(submitted, checkpoint)
@@ -599,8 +577,12 @@ def run_backfill(
     import subprocess
     import tempfile
 
-    from airflow_provider_kafkaspark.local.jobs import driver_environment, write_spec_file
-    from airflow_provider_kafkaspark.local.spark import driver_python, python_env
+    from airflow_provider_kafkaspark.backends.local_driver import (
+        driver_environment,
+        driver_python,
+        write_spec_file,
+    )
+    from airflow_provider_kafkaspark.spark.local_session import python_env
 
     if not spec.source.subscribe:
         raise BackfillError("backfill needs a job whose source names its topics (subscribe)")

@@ -16,7 +16,7 @@ def run(records: int = 500_000, size: int = 200, partitions: int = 3) -> dict[st
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     payload = b"x" * size
     with tempfile.TemporaryDirectory(prefix="kafkaspark-bench-") as tmp:

@@ -22,21 +22,17 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from airflow_provider_kafkaspark.backends.local_driver import start_local_job
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.core.control import ControlFolder, request_stop
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
 from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
-from airflow_provider_kafkaspark.local.jobs import (
-    read_log,
-    request_stop,
-    start_local_job,
-    wait_exit,
-)
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.s3 import LocalS3Server
+from kafkaspark_devstack.drivers import read_log, wait_exit
+from kafkaspark_devstack.kafka import LocalKafkaCluster
+from kafkaspark_devstack.s3 import LocalS3Server
 
 BUCKET = "kafkaspark-bench"
 SOURCE = "bench_s3_source"

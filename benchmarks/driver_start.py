@@ -41,11 +41,11 @@ from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
 from airflow_provider_kafkaspark.lifecycle import stop_job
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.s3 import LocalS3Server
-from airflow_provider_kafkaspark.local.spark import spark_jars_option
-from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster, application_master_pids
+from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
 from airflow_provider_kafkaspark.submit_flow import SubmitRequest, submit_streaming_job
+from kafkaspark_devstack.kafka import LocalKafkaCluster
+from kafkaspark_devstack.s3 import LocalS3Server
+from kafkaspark_devstack.yarn import LocalYarnCluster, application_master_pids
 
 BUCKET = "kafkaspark-bench"
 BACKENDS = ("local", "yarn")

@@ -20,7 +20,7 @@ def run(partitions: int = 1000, repeat: int = 5) -> dict[str, Any]:
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
     from airflow_provider_kafkaspark.core.observe import kafka_view
     from airflow_provider_kafkaspark.core.reconcile import build_reconcile_plan
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     topic = "reconcile_bench"
     with tempfile.TemporaryDirectory(prefix="kafkaspark-bench-") as tmp:

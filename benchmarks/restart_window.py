@@ -53,9 +53,9 @@ if str(ROOT) not in sys.path:
     # run.py puts only benchmarks/ on the path; the reliability helpers live in the root.
     sys.path.insert(0, str(ROOT))
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle  # noqa: E402
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader  # noqa: E402
 from airflow_provider_kafkaspark.core.jobspec import JobSpec  # noqa: E402
-from airflow_provider_kafkaspark.local.jobs import LocalJobHandle  # noqa: E402
 from reliability import stack  # noqa: E402
 
 GOAL_RATIO = 1.0
@@ -88,7 +88,7 @@ def _wait_first_commit(
     """The first batch committed past `after` and when its commit file was written (epoch s).
 
     The file's mtime, not the moment the poll saw it, so the poll interval adds nothing."""
-    from airflow_provider_kafkaspark.local.jobs import read_log
+    from kafkaspark_devstack.drivers import read_log
 
     deadline = time.monotonic() + timeout_s
     while True:
@@ -267,7 +267,7 @@ class Round:
 
 
 def _wait_logged(handle: LocalJobHandle, message: str, since: float, timeout_s: float) -> float:
-    from airflow_provider_kafkaspark.local.jobs import read_log
+    from kafkaspark_devstack.drivers import read_log
 
     deadline = time.monotonic() + timeout_s
     while (at := _logged_at(handle, message, since)) is None:
@@ -291,8 +291,8 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
         restore_for_submit,
         savepoint_after_stop,
     )
-    from airflow_provider_kafkaspark.local.jobs import wait_exit
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
+    from kafkaspark_devstack.drivers import wait_exit
 
     job = Round(setup, name)
     savepoints = str(setup.base / name / "savepoints")
@@ -433,7 +433,7 @@ def _resubmit(spec: JobSpec, workdir: Path) -> LocalJobHandle:
     `stack.submit` (like the submit operator with if_running='fail') refuses while the
     killed driver's lease is fresh, up to `lease_ttl_s`; the new driver itself takes the
     lease over at once when its holder is a gone process of this host."""
-    from airflow_provider_kafkaspark.lifecycle import submit_local
+    from kafkaspark_devstack.drivers import submit_local
 
     raw = submit_local(spec, str(workdir), master=stack.MASTER, restart_policy=None)
     return LocalJobHandle.from_submit_handle(raw)
@@ -517,7 +517,7 @@ def run(
     `trigger`: the job's trigger interval (5 s is the job spec's default). `handover`:
     `warm` (a standby driver takes over, the restart window's default) or `cold` (the
     restore submits a new driver)."""
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     if rounds < 1:
         raise ValueError(f"rounds must be 1 or more, got {rounds}")

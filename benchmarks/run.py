@@ -18,6 +18,8 @@ import platform
 import sys
 from pathlib import Path
 
+from kafkaspark_devstack.jars import use_default_jars_dir
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
@@ -50,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     params = dict(p.split("=", 1) for p in args.param)
+    # The drivers and servers the benchmarks start read their jars from this setting.
+    use_default_jars_dir()
 
     sys.path.insert(0, str(HERE))
     module = importlib.import_module(args.name)

@@ -39,8 +39,8 @@ def run(
     repeats: int = 3,
     cores: int = 2,
 ) -> dict[str, Any]:
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-    from airflow_provider_kafkaspark.local.spark import local_spark_session
+    from airflow_provider_kafkaspark.spark.local_session import local_spark_session
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     names = list(VARIANTS)
     with tempfile.TemporaryDirectory(prefix="kafkaspark-bench-overhead-") as tmp:

@@ -53,11 +53,11 @@ def _top(stats: pstats.Stats, key: str, limit: int) -> list[dict[str, Any]]:
 def run(
     records: int = 300_000, size: int = 200, per_batch: int = 10_000, limit: int = 15
 ) -> dict[str, Any]:
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.spark.sink.clients import close_cached_clients
     from airflow_provider_kafkaspark.spark.sink.config import SinkTaskConfig
     from airflow_provider_kafkaspark.spark.sink.rows import arrow_rows
     from airflow_provider_kafkaspark.spark.sink.task import write_slot
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     batches = _batches(records, size, per_batch)
     with tempfile.TemporaryDirectory(prefix="kafkaspark-bench-profile-") as tmp:

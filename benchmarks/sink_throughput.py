@@ -226,8 +226,8 @@ def run(
     """`variants`: "default" (Spark's sink and the exactly-once sink) or "all". `cores`: the
     local Spark's, and the raw ceiling's processes. `broker_storage`: "memory" or "disk"
     (see the module's docstring)."""
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-    from airflow_provider_kafkaspark.local.spark import local_spark_session
+    from airflow_provider_kafkaspark.spark.local_session import local_spark_session
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     if variants not in ("default", "all"):
         raise ValueError(f"variants must be 'default' or 'all', got {variants!r}")

@@ -34,7 +34,7 @@ from synthetic_checkpoint import write_checkpoint
 from airflow_provider_kafkaspark.core.restore import restore
 from airflow_provider_kafkaspark.core.savepoint import SavepointStore
 from airflow_provider_kafkaspark.core.storage import open_location
-from airflow_provider_kafkaspark.local.s3 import LocalS3Server
+from kafkaspark_devstack.s3 import LocalS3Server
 
 BUCKET = "kafkaspark-bench"
 STORAGES = ("local", "s3")

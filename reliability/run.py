@@ -25,6 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from kafkaspark_devstack.jars import use_default_jars_dir
 from reliability import report
 from reliability.model import Profile, ScenarioResult
 from reliability.scenarios import available, load, run_name, storages
@@ -84,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=Path, default=report.RESULTS)
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args(argv)
+    # The drivers and servers the scenarios start read their jars from this setting.
+    use_default_jars_dir()
     profile = Profile.named(args.profile)
     names = [n for n in args.only.split(",") if n] or [
         n for n in available() if args.storage in storages(n)

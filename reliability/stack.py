@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 from unittest import mock
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
-from airflow_provider_kafkaspark.local.jobs import LocalJobHandle
 
 MASTER = "local[2]"
 # Where a scenario keeps its checkpoint and savepoints: local disk, or a real S3 server
@@ -52,7 +52,7 @@ def state_storage(kind: str, workdir: Path) -> Iterator[StateStorage]:
         raise ValueError(f"unknown storage {kind!r}: one of {', '.join(STORAGES)}")
     import s3fs
 
-    from airflow_provider_kafkaspark.local.s3 import LocalS3Server
+    from kafkaspark_devstack.s3 import LocalS3Server
 
     with LocalS3Server(workdir / "s3") as server:
         server.create_bucket(S3_BUCKET)
@@ -537,7 +537,8 @@ def submit(
     spec: JobSpec, workdir: Path, restart_policy: RestartPolicy | None = None
 ) -> LocalJobHandle:
     """Start the driver exactly as SubmitStreamingJobOperator does in local mode."""
-    from airflow_provider_kafkaspark.lifecycle import JobRunningError, live_lease, submit_local
+    from airflow_provider_kafkaspark.lifecycle import JobRunningError, live_lease
+    from kafkaspark_devstack.drivers import submit_local
 
     lease = live_lease(spec.checkpoint_location)
     if lease is not None:
@@ -561,7 +562,7 @@ def wait_committed_beyond(
     handle: LocalJobHandle, checkpoint: str | Path, batch: int, timeout_s: float = 180
 ) -> int:
     """Wait until a batch after `batch` is committed; the driver must stay alive."""
-    from airflow_provider_kafkaspark.local.jobs import read_log
+    from kafkaspark_devstack.drivers import read_log
 
     def latest() -> int:
         if not handle.is_alive():
@@ -588,7 +589,7 @@ def dump_stacks(handle: LocalJobHandle) -> str:
     printed, so a CI log shows them without the files. Returns where the dumps went."""
     import signal
 
-    from airflow_provider_kafkaspark.local.process import proc_cmdline
+    from kafkaspark_devstack.process import proc_cmdline
 
     out = Path(handle.log_file).with_suffix(".threads.txt")
     digest: list[str] = []
@@ -664,7 +665,7 @@ def wait_caught_up(
     from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
     from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
-    from airflow_provider_kafkaspark.local.jobs import read_log
+    from kafkaspark_devstack.drivers import read_log
 
     with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:
 
@@ -698,7 +699,7 @@ def stop(
 ) -> int:
     """Graceful stop as StopStreamingJobOperator does it; returns the last committed batch."""
     from airflow_provider_kafkaspark.lifecycle import stop_job
-    from airflow_provider_kafkaspark.local.jobs import read_log, wait_exit
+    from kafkaspark_devstack.drivers import read_log, wait_exit
 
     report = stop_job(
         handle.checkpoint,
@@ -722,7 +723,7 @@ def stop(
 def kill(handle: LocalJobHandle, timeout_s: float = 120) -> None:
     """SIGKILL the driver's whole process group, as a crashed machine would, and wait
     (bounded) until it is gone."""
-    from airflow_provider_kafkaspark.local.jobs import kill_driver
+    from kafkaspark_devstack.drivers import kill_driver
 
     kill_driver(handle)
     wait_for(

@@ -22,7 +22,7 @@ STAMP="$VENV/.kafkaspark-driver-env"
 
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 
-want="$(cat pyproject.toml scripts/driver_env.sh airflow_provider_kafkaspark/versions.py | sha256sum | cut -c1-16)"
+want="$(cat pyproject.toml devstack/pyproject.toml scripts/driver_env.sh airflow_provider_kafkaspark/versions.py | sha256sum | cut -c1-16)"
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
   echo "driver env: installing pyspark $version and the driver's packages into $VENV"
   # The `driver` extra and the test tools (pytest, the local S3 server), read from
@@ -38,9 +38,11 @@ PY
 )
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q "pyspark[sql]==$version" "${wanted[@]}"
-  # The package without its dependencies: a driver does not import Airflow. (setuptools
-  # warns at length about editable installs: shown only if the install fails.)
-  "$VENV/bin/python" -m pip install -q --no-deps -e . > "$VENV/editable-install.log" 2>&1 || {
+  # The package without its dependencies: a driver does not import Airflow. The dev stack
+  # too (the tests start their servers with it; `kafkaspark local` below is its command).
+  # (setuptools warns at length about editable installs: shown only if the install fails.)
+  "$VENV/bin/python" -m pip install -q --no-deps -e . -e ./devstack \
+    > "$VENV/editable-install.log" 2>&1 || {
     cat "$VENV/editable-install.log" >&2
     exit 1
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh machine, idempotently:
-#   .venv/         Python environment with this package (editable), Airflow, pyspark, tools
+#   .venv/         Python environment with this package and the dev stack (devstack/, both
+#                  editable), Airflow, pyspark, tools
 #   .cache/jars/   Kafka broker jars and the Spark Kafka connector, resolved with mvn
 # A second run skips what is already complete.
 set -euo pipefail
@@ -21,11 +22,12 @@ command -v mvn >/dev/null 2>&1 || {
 
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 
-want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+want="$(cat pyproject.toml devstack/pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q -e ".[dev]"
+  # The dev stack (`kafkaspark local ...`, the demo) is a distribution of its own.
+  "$VENV/bin/python" -m pip install -q -e ".[dev]" -e ./devstack
   # apache-airflow-providers-apache-spark pulls pyspark-client, which writes into the same
   # pyspark/ folder as pyspark; reinstalling pyspark last restores its files (and jars/).
   spark_version="$("$VENV/bin/python" -c 'from airflow_provider_kafkaspark.versions import SPARK_VERSION; print(SPARK_VERSION)')"

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.local.jvm_archive import FAST_JVM_ENV
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.s3 import LocalS3Server
+from airflow_provider_kafkaspark.spark.fast_jvm import FAST_JVM_ENV
+from kafkaspark_devstack.jars import use_default_jars_dir
+from kafkaspark_devstack.kafka import LocalKafkaCluster
+from kafkaspark_devstack.s3 import LocalS3Server
 
 # One bucket on the session's S3 server; tests keep apart by key prefix (their tmp_path name).
 S3_BUCKET = "kafkaspark-tests"
@@ -22,6 +23,9 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 # `make setup`, C1-only compilation); every process the tests start inherits it. Set it to 0
 # to run the suite on the JVM's defaults.
 os.environ.setdefault(FAST_JVM_ENV, "1")
+# The jars drivers read from their explicit setting: the dev stack's cache (.cache/jars)
+# unless the caller named another folder; every process the tests start inherits it.
+use_default_jars_dir()
 
 
 @pytest.fixture(scope="session")

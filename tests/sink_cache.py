@@ -1,4 +1,4 @@
-"""A test helper for the exactly-once sink's client cache (`spark.sink_clients`)."""
+"""A test helper for the exactly-once sink's client cache (`spark.sink.clients`)."""
 
 from __future__ import annotations
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import time
 
 from airflow_provider_kafkaspark.backends.base import JobStatus, SubmitOptions, Submitted
+from airflow_provider_kafkaspark.core.host_process import pid_alive, reap
 from airflow_provider_kafkaspark.core.job_ref import (
     JobRef,
     LocalJobRef,
@@ -19,7 +21,6 @@ from airflow_provider_kafkaspark.core.job_ref import (
 )
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
-from airflow_provider_kafkaspark.local.process import pid_alive, reap
 
 
 class LocalBackend:
@@ -42,7 +43,7 @@ class LocalBackend:
         )
 
     def submit(self, spec: JobSpec, options: SubmitOptions) -> Submitted:
-        from airflow_provider_kafkaspark.local.jobs import start_local_job
+        from airflow_provider_kafkaspark.backends.local_driver import start_local_job
 
         handle = start_local_job(
             spec,
@@ -72,12 +73,24 @@ class LocalBackend:
         return self.status(ref).alive
 
     def force_kill(self, ref: JobRef) -> None:
+        """SIGKILL the driver's whole process group, as a crash would, and wait until it is
+        gone (the one kill path of a local driver: stops past their deadline, tests)."""
+        from airflow_provider_kafkaspark.backends.local_driver import started_child
+
         local = self._local(ref, "kill")
         check_local_kill(local, socket.gethostname())
         try:
             # The launcher's whole group: supervisor, Python driver, JVM, Python workers.
             os.killpg(local.pid, signal.SIGKILL)
         except ProcessLookupError:
+            return
+        child = started_child(local.pid)
+        if child is not None:
+            # Our own child: waiting on it reaps it and keeps its exit code (-9) for its owner.
+            try:
+                child.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
             return
         deadline = time.monotonic() + 30
         while pid_alive(local.pid) and time.monotonic() < deadline:

@@ -605,3 +605,17 @@ def _from_dict(kind: type[T], raw: Any, where: str) -> T:
         return kind(**values)
     except TypeError as exc:
         raise ControlFileError(f"{where}: {exc}") from exc
+
+
+def request_stop(
+    checkpoint: str,
+    *,
+    requested_by: str = "kafkaspark",
+    reason: str = "requested",
+    drain_timeout_s: float = 120.0,
+    at_batch_boundary: bool = False,
+) -> StopRequest:
+    """Ask the driver of `checkpoint` to stop (it polls its control folder); the request."""
+    request = StopRequest(now_ms(), requested_by, reason, drain_timeout_s, at_batch_boundary)
+    ControlFolder(checkpoint).request_stop(request)
+    return request

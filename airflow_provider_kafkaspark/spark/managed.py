@@ -47,9 +47,9 @@ from airflow_provider_kafkaspark.core.control import (
     takeover_step,
 )
 from airflow_provider_kafkaspark.core.drain import FinishedTrigger, may_stop_now, stopped_cleanly
+from airflow_provider_kafkaspark.core.host_process import holder_gone
 from airflow_provider_kafkaspark.core.offsets import offsets_json
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError, LeaseHeldError
-from airflow_provider_kafkaspark.local.process import holder_gone
 from airflow_provider_kafkaspark.spark.progress import LagCommitter, ProgressListener
 from airflow_provider_kafkaspark.spark.query_stop import stop_query
 

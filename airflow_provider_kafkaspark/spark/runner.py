@@ -62,7 +62,7 @@ def build_session(spec: JobSpec, master: str | None) -> SparkSession:
     # The spec's own settings win over the ones derived from the environment.
     conf = {**s3a_conf(os.environ, locations), **spec.spark_conf}
     if master:
-        from airflow_provider_kafkaspark.local.spark import local_spark_session
+        from airflow_provider_kafkaspark.spark.local_session import local_spark_session
 
         s3a = any(on_s3(u) for u in locations)
         return local_spark_session(spec.job_name, master=master, conf=conf, s3a=s3a)

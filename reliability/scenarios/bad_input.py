@@ -1063,9 +1063,9 @@ def run_case(item: Case, seed: Path, sid: str, cases_dir: Path) -> Outcome:
 def make_seed(workdir: Path, seed: Path) -> str:
     """A checkpoint written by the stateless job (at least three batches) and a savepoint."""
     from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
-    from airflow_provider_kafkaspark.local.jobs import read_log, wait_exit
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
+    from kafkaspark_devstack.drivers import read_log, wait_exit
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     kafka = LocalKafkaCluster(workdir / "kafka")
     kafka.start(timeout=180)

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from reliability import stack
 from reliability.model import Profile, ScenarioResult
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_kafkaspark.local.jobs import LocalJobHandle
+    from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 
 NAME = "broker_loss"
 TITLE = (
@@ -386,7 +386,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         )
     except BaseException:
         if handle is not None:
-            from airflow_provider_kafkaspark.local.jobs import read_log
+            from kafkaspark_devstack.drivers import read_log
 
             stack.log(NAME, f"driver log tail:\n{read_log(handle, tail=120)}")
         raise

@@ -92,7 +92,7 @@ class EventProducer(stack.PacedProducer):
 def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResult:
     from airflow_provider_kafkaspark.core.jobspec import JobSpec
     from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     result = ScenarioResult(NAME, TITLE)
     rng = random.Random(profile.seed)

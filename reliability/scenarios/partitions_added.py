@@ -37,8 +37,8 @@ def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResu
     from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
     from airflow_provider_kafkaspark.core.observe import end_offsets
     from airflow_provider_kafkaspark.lifecycle import restore_for_submit, savepoint_after_stop
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     result = ScenarioResult(NAME, TITLE)
     handle = None

@@ -31,7 +31,7 @@ STANDBY_READY_S = 300.0
 
 
 def _wait_ready(standby: Any) -> None:
-    from airflow_provider_kafkaspark.local.jobs import read_log
+    from kafkaspark_devstack.drivers import read_log
 
     stack.wait_for(
         f"standby {standby.pid} ready",
@@ -47,15 +47,15 @@ def _wait_ready(standby: Any) -> None:
 def run(profile: Profile, workdir: Path) -> ScenarioResult:
     from airflow_provider_kafkaspark.backends.base import SubmitOptions
     from airflow_provider_kafkaspark.backends.local import LocalBackend
+    from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
     from airflow_provider_kafkaspark.handover import hand_over, submit_standby
     from airflow_provider_kafkaspark.lifecycle import (
         live_lease,
         restore_for_submit,
         savepoint_after_stop,
     )
-    from airflow_provider_kafkaspark.local.jobs import LocalJobHandle
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     result = ScenarioResult(NAME, TITLE)
     handovers = 0

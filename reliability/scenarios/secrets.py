@@ -47,7 +47,7 @@ from reliability.model import Profile, ScenarioResult
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
 NAME = "secrets"
 TITLE = (
@@ -158,8 +158,8 @@ def sasl_cluster(base_dir: Path, password: str) -> tuple[LocalKafkaCluster, int]
     on the PLAINTEXT and CONTROLLER listeners the local stack sets. A helper like this one
     belongs in reliability/stack.py once a second scenario needs SASL.
     """
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-    from airflow_provider_kafkaspark.local.ports import port_in_use
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
+    from kafkaspark_devstack.ports import port_in_use
 
     sasl_port = free_port()
     rng = random.Random()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
 from airflow_provider_kafkaspark.core.observe import kafka_view
@@ -31,9 +32,8 @@ from airflow_provider_kafkaspark.lifecycle import (
     restore_for_submit,
     savepoint_after_stop,
 )
-from airflow_provider_kafkaspark.local.jobs import LocalJobHandle
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from airflow_provider_kafkaspark.versions import SPARK_VERSION
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from reliability import stack
 from reliability.model import Profile, ScenarioResult
 

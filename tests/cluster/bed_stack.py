@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.examples.access_events import AccessEvent
-from airflow_provider_kafkaspark.local.netbed import NetBed
-from airflow_provider_kafkaspark.local.s3 import LocalS3Server
-from airflow_provider_kafkaspark.local.spark import spark_jars_option
+from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
+from kafkaspark_devstack.netbed import NetBed
+from kafkaspark_devstack.s3 import LocalS3Server
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster
+from kafkaspark_devstack.yarn import LocalYarnCluster
 
 
 @pytest.fixture(scope="session")

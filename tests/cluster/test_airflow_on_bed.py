@@ -30,12 +30,12 @@ from typing import Any
 
 from airflow_provider_kafkaspark.examples.access_events import AccessEvent, generate_events
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts, sink_windows
-from airflow_provider_kafkaspark.local.airflow_services import (
+from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
+from kafkaspark_devstack.airflow_services import (
     new_shared_secrets,
     shared_environment,
 )
-from airflow_provider_kafkaspark.local.netbed import NetBed
-from airflow_provider_kafkaspark.local.spark import spark_jars_option
+from kafkaspark_devstack.netbed import NetBed
 from tests.cluster.bed_stack import BUCKET, KAFKASPARK, REPO, BedStack, wait
 
 HOSTS = ["s3", "kafka", "rm", "node1", "airflow", "triggerer", "worker1", "worker2", "ops"]

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
-from airflow_provider_kafkaspark.local.netbed import NetBed
-from airflow_provider_kafkaspark.local.spark import spark_jars_option
+from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
+from kafkaspark_devstack.netbed import NetBed
 from tests.cluster.bed_stack import BUCKET, KAFKASPARK, BedStack, wait
 
 HOSTS = ["s3", "kafka", "rm", "node1", "submit"]

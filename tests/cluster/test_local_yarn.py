@@ -15,7 +15,7 @@ from airflow_provider_kafkaspark.errors import (
     JobNotFoundError,
     RefusedError,
 )
-from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster, application_master_pids
+from kafkaspark_devstack.yarn import LocalYarnCluster, application_master_pids
 from tests.cluster.yarn_apps import submit, wait
 
 
@@ -68,7 +68,7 @@ def test_unknown_applications_and_an_unreachable_resource_manager(yarn: LocalYar
     with pytest.raises(JobNotFoundError, match="application_1_999"):
         yarn_rest.application(unknown)
     # A port nothing listens on, on loopback.
-    from airflow_provider_kafkaspark.local.ports import free_port
+    from kafkaspark_devstack.ports import free_port
 
     gone = YarnJobRef("x", "unused", "application_1_1", f"http://127.0.0.1:{free_port()}")
     with pytest.raises(ClusterUnavailableError, match="did not answer"):

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from airflow_provider_kafkaspark.local.netbed import NetBed
+from kafkaspark_devstack.netbed import NetBed
 
 PROBE = """
 import json, os, socket, sys, urllib.request

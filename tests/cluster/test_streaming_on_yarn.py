@@ -39,20 +39,20 @@ from airflow_provider_kafkaspark.examples.ip_count import (
     job_spec_dict,
     sink_windows,
 )
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.s3 import LocalS3Server
-from airflow_provider_kafkaspark.local.spark import spark_jars_option
-from airflow_provider_kafkaspark.local.yarn import (
-    LocalYarnCluster,
-    application_master_pids,
-    node_python_has_package,
-)
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import (
     RestoreStreamingJobOperator,
     SubmitStreamingJobOperator,
 )
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
+from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
+from kafkaspark_devstack.kafka import LocalKafkaCluster
+from kafkaspark_devstack.s3 import LocalS3Server
+from kafkaspark_devstack.yarn import (
+    LocalYarnCluster,
+    application_master_pids,
+    node_python_has_package,
+)
 from tests.cluster.yarn_apps import wait
 from tests.conftest import S3_BUCKET
 from tests.integration.cli_util import cli

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from airflow_provider_kafkaspark.local.yarn import LocalYarnCluster
+from kafkaspark_devstack.yarn import LocalYarnCluster
 
 T = TypeVar("T")
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.devtools import demo
 from airflow_provider_kafkaspark.examples.access_events import (
     generate_events,
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts
 from airflow_provider_kafkaspark.lifecycle import stop_job
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack import demo
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
 from airflow_provider_kafkaspark.lifecycle import latest_committed, live_lease, stop_job
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.spark import local_spark_session
+from airflow_provider_kafkaspark.spark.local_session import local_spark_session
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.spark_checkpoints import MadeCheckpoint, run_stateless, run_windowed_count
 

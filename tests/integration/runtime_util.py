@@ -7,10 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle, start_local_job
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.control import ControlFolder
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.local.jobs import LocalJobHandle, read_log, start_local_job
+from kafkaspark_devstack.drivers import read_log
 
 
 def start(spec: dict[str, Any], workdir: Path, env: dict[str, str] | None = None) -> LocalJobHandle:

@@ -19,16 +19,16 @@ import pytest
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.savepoint import SavepointStore
 from airflow_provider_kafkaspark.core.storage import s3_options_scope
 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
-from airflow_provider_kafkaspark.local.jobs import LocalJobHandle
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.s3 import REGION, LocalS3Server
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
+from kafkaspark_devstack.kafka import LocalKafkaCluster
+from kafkaspark_devstack.s3 import REGION, LocalS3Server
 from tests.conftest import S3_BUCKET, s3_env
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, wait_until
@@ -173,7 +173,7 @@ def test_a_wrong_secret_fails_at_once_naming_the_url(
 def test_an_unreachable_endpoint_is_retried_and_named(
     no_aws_variables: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from airflow_provider_kafkaspark.local.ports import free_port
+    from kafkaspark_devstack.ports import free_port
 
     endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     value = {
@@ -244,7 +244,7 @@ def test_the_cli_on_s3_exit_codes_and_messages(
     assert refused.returncode == 2, refused
     assert f"{base}/sp" in refused.stderr and "refused access" in refused.stderr
 
-    from airflow_provider_kafkaspark.local.ports import free_port
+    from kafkaspark_devstack.ports import free_port
 
     nowhere = {**good, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}
     unanswered = _cli(nowhere, "checkpoint", "inspect", f"{base}/cp")

@@ -21,21 +21,16 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.core.control import ControlFolder, request_stop
 from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-from airflow_provider_kafkaspark.local.jobs import (
-    LocalJobHandle,
-    kill_driver,
-    read_log,
-    request_stop,
-    wait_exit,
-)
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
 from airflow_provider_kafkaspark.sensors.bootstrap import KafkaBootstrapHealthSensor
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
 from airflow_provider_kafkaspark.triggers.health import StreamingHealthTrigger
+from kafkaspark_devstack.drivers import kill_driver, read_log, wait_exit
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, has_lease, start, wait_until
 from tests.integration.spark_checkpoints import MadeCheckpoint, run_stateless

@@ -9,11 +9,11 @@ from collections import Counter
 from pathlib import Path
 
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.devtools.demo import backfill_counts
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
 from airflow_provider_kafkaspark.examples.ip_count import WINDOW_MS, job_spec_dict
 from airflow_provider_kafkaspark.lifecycle import run_backfill
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.demo import backfill_counts
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
 
 EVENTS = 3_000

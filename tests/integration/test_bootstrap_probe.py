@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from airflow_provider_kafkaspark.core.bootstrap_probe import ProbeStatus, probe_bootstrap
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 
 
 def free_port() -> int:

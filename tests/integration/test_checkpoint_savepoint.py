@@ -18,7 +18,7 @@ from airflow_provider_kafkaspark.core.savepoint import (
     SavepointStore,
 )
 from airflow_provider_kafkaspark.errors import LeaseHeldError, SavepointError
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.spark_checkpoints import MadeCheckpoint, run_stateless
 

@@ -7,7 +7,7 @@ import shutil
 import socket
 from pathlib import Path
 
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.cli_util import cli
 from tests.integration.spark_checkpoints import MadeCheckpoint
 

@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.cli_util import cli
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches

@@ -8,8 +8,9 @@ import signal
 from collections import Counter
 from pathlib import Path
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.core.control import ControlFolder, request_stop
 from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
 from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
 from airflow_provider_kafkaspark.examples.access_events import (
@@ -18,20 +19,14 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
-from airflow_provider_kafkaspark.local.jobs import (
-    LocalJobHandle,
-    kill_driver,
-    read_log,
-    request_stop,
-    wait_exit,
-)
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
 from airflow_provider_kafkaspark.spark.sink.fault_points import (
     AFTER_SINK_COMMIT,
     CRASH_AT_ENV,
     CRASH_MARKER_ENV,
     DURING_SINK_WRITE,
 )
+from kafkaspark_devstack.drivers import kill_driver, read_log, wait_exit
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, read_all_values
 from tests.integration.runtime_util import (
     committed_batches,

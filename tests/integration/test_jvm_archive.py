@@ -10,16 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.local.jvm_archive import (
-    FAST_JVM_ENV,
-    archive_is_current,
-    archive_path,
-)
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from airflow_provider_kafkaspark.spark.fast_jvm import FAST_JVM_ENV
+from kafkaspark_devstack.jvm_archive import archive_is_current, archive_path
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 
 DRIVER = """
 import sys
-from airflow_provider_kafkaspark.local.spark import local_spark_session
+from airflow_provider_kafkaspark.spark.local_session import local_spark_session
 session = local_spark_session("archive-check", conf={"spark.driver.extraJavaOptions": sys.argv[1]})
 print("rows", session.range(10).count())
 session.stop()

@@ -20,7 +20,7 @@ from airflow_provider_kafkaspark.errors import (
     KafkaUnavailableError,
     TopicNotFoundError,
 )
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 
 TIMEOUT_S = 20.0

@@ -51,7 +51,7 @@ from tests.sink_cache import forget_marker
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -655,7 +655,7 @@ def _crash_job_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-per-trigger", type=int, default=300)
     args = parser.parse_args(argv)
 
-    from airflow_provider_kafkaspark.local.spark import local_spark_session
+    from airflow_provider_kafkaspark.spark.local_session import local_spark_session
 
     spark = local_spark_session("kafkaspark-sink-crash")
     sink = new_sink(args.bootstrap, args.out_topic, sink_id=args.sink_id, query_id="crash-q")

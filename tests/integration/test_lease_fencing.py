@@ -15,9 +15,9 @@ from datetime import datetime
 from pathlib import Path
 
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease
-from airflow_provider_kafkaspark.local.jobs import read_log, request_stop, wait_exit
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, request_stop
+from kafkaspark_devstack.drivers import read_log, wait_exit
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, start, wait_until
 

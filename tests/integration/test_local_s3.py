@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_kafkaspark.errors import ObjectStoreStartError
-from airflow_provider_kafkaspark.local.s3 import STATE_FILE, LocalS3Server
+from kafkaspark_devstack.s3 import STATE_FILE, LocalS3Server
 
 
 def s3fs_for(server: LocalS3Server, **changes: object) -> Any:

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from airflow_provider_kafkaspark.backends.local_driver import start_local_job
 from airflow_provider_kafkaspark.core.control import ControlFolder
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
-from airflow_provider_kafkaspark.local.jars import s3a_jars, spark_connector_jars
-from airflow_provider_kafkaspark.local.jobs import read_log, start_local_job, wait_exit
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.spark import check_pyspark_version
+from airflow_provider_kafkaspark.spark.jars import s3a_jars, spark_connector_jars
+from airflow_provider_kafkaspark.spark.local_session import check_pyspark_version
 from airflow_provider_kafkaspark.versions import spark_line
+from kafkaspark_devstack.drivers import read_log, wait_exit
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 
 

@@ -18,7 +18,7 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
 from tests.integration.test_exactly_once import WATERMARK_MS, run_to_the_end, sink_counts
 

@@ -17,17 +17,13 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 
 import airflow_provider_kafkaspark
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.core.control import ControlFolder, request_stop
 from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-from airflow_provider_kafkaspark.local.jars import find_java, kafka_classpath
-from airflow_provider_kafkaspark.local.jobs import (
-    read_log,
-    request_stop,
-    signal_driver,
-    wait_exit,
-)
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.spark import spark_jars_option
+from airflow_provider_kafkaspark.spark.jars import find_java
+from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
+from kafkaspark_devstack.drivers import read_log, signal_driver, wait_exit
+from kafkaspark_devstack.jars import kafka_classpath
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, has_lease, start, wait_until
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.job_code import check_code_visible, resolve_python_path
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.lifecycle import submit_local
-from airflow_provider_kafkaspark.local.jobs import LocalJobHandle, kill_driver
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.drivers import kill_driver, submit_local
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, wait_until
 

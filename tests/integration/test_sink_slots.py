@@ -25,7 +25,7 @@ from tests.integration.kafka_util import create_topic, first_attempt_order, renu
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
 
 def _partitions_by_task(batch: DataFrame) -> dict[int, list[int]]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from airflow_provider_kafkaspark.errors import BrokerStartError
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import (
     create_topic,
     produce_numbered,

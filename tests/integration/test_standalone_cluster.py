@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_kafkaspark.backends.local_driver import start_local_job
 from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.control import request_stop
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
 from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
@@ -29,13 +31,8 @@ from airflow_provider_kafkaspark.examples.ip_count import (
     job_spec_dict,
     sink_windows,
 )
-from airflow_provider_kafkaspark.local.jobs import (
-    read_log,
-    request_stop,
-    start_local_job,
-    wait_exit,
-)
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.drivers import read_log, wait_exit
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, read_all_values
 
 

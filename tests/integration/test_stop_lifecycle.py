@@ -15,13 +15,14 @@ from typing import Any
 import pyspark
 import pytest
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.control import ControlFolder
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.errors import LeaseHeldError
-from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job, submit_local
-from airflow_provider_kafkaspark.local.jobs import LocalJobHandle, wait_exit
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job
+from kafkaspark_devstack.drivers import submit_local, wait_exit
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from reliability.stack import dump_stacks
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, wait_until

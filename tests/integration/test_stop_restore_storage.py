@@ -20,8 +20,8 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
-from airflow_provider_kafkaspark.local.jobs import read_log, wait_exit
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+from kafkaspark_devstack.drivers import read_log, wait_exit
+from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
 from tests.integration.runtime_util import start, wait_until
 from tests.integration.test_exactly_once import WATERMARK_MS, drained, run_to_the_end, sink_counts

@@ -22,13 +22,14 @@ import pytest
 from airflow.sdk import Context
 from airflow.sdk.exceptions import TaskDeferred
 
+from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.savepoint import SavepointStore
 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
-from airflow_provider_kafkaspark.local.jobs import LocalJobHandle, read_log, wait_exit
-from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
-from airflow_provider_kafkaspark.local.s3 import LocalS3Server
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
+from kafkaspark_devstack.drivers import read_log, wait_exit
+from kafkaspark_devstack.kafka import LocalKafkaCluster
+from kafkaspark_devstack.s3 import LocalS3Server
 from tests.conftest import S3_BUCKET, s3_env
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, wait_until

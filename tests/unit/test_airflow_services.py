@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.local.airflow_services import (
+from kafkaspark_devstack.airflow_services import (
     EDGE_EXECUTOR,
     AirflowServiceError,
     LocalAirflowComponent,

@@ -12,6 +12,7 @@ import pytest
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_kafkaspark.backends.local_driver import driver_environment
 from airflow_provider_kafkaspark.core.jobspec import (
     JobSpec,
     JobSpecError,
@@ -20,7 +21,6 @@ from airflow_provider_kafkaspark.core.jobspec import (
 )
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
-from airflow_provider_kafkaspark.local.jobs import driver_environment
 from airflow_provider_kafkaspark.operators.backfill import KafkaBackfillOperator
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator

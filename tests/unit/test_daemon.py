@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.local.daemon import spawn, stop_group, wait_ready
-from airflow_provider_kafkaspark.local.process import pid_alive
+from airflow_provider_kafkaspark.core.host_process import pid_alive
+from kafkaspark_devstack.daemon import spawn, stop_group, wait_ready
 
 
 class Boom(Exception):

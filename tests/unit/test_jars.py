@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_kafkaspark.errors import JarsNotFoundError, JavaNotFoundError
-from airflow_provider_kafkaspark.local import jars
-from airflow_provider_kafkaspark.local.jars import _pom, bundle_jars, find_java
+from airflow_provider_kafkaspark.spark.jars import (
+    JARS_DIR_ENV,
+    connector_bundle,
+    find_java,
+    s3a_bundle,
+)
+from kafkaspark_devstack import jars
+from kafkaspark_devstack.jars import _pom, bundle_jars
 
 
 def fake_java(folder: Path, version_line: str) -> Path:
@@ -83,17 +89,17 @@ def test_complete_bundle_lists_its_jars(tmp_path: Path) -> None:
 
 
 def test_jars_dir_env_overrides_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(jars.JARS_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(JARS_DIR_ENV, str(tmp_path))
     assert jars.default_jars_dir() == tmp_path
-    monkeypatch.delenv(jars.JARS_DIR_ENV)
+    monkeypatch.delenv(JARS_DIR_ENV)
     assert jars.default_jars_dir().parts[-2:] == (".cache", "jars")
 
 
 def test_an_installed_package_keeps_jars_in_the_user_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(jars.JARS_DIR_ENV, raising=False)
-    installed = tmp_path / "site-packages" / "airflow_provider_kafkaspark" / "local" / "jars.py"
+    monkeypatch.delenv(JARS_DIR_ENV, raising=False)
+    installed = tmp_path / "site-packages" / "kafkaspark_devstack" / "jars.py"
     monkeypatch.setattr(jars, "__file__", str(installed))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert jars.default_jars_dir() == tmp_path / "cache" / "kafkaspark" / "jars"
@@ -114,10 +120,10 @@ def test_resolve_without_mvn_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_each_spark_release_has_its_own_connector_and_s3a_bundles() -> None:
-    assert jars.BUNDLES[jars.connector_bundle("3.5.7")][0][0] == (
+    assert jars.BUNDLES[connector_bundle("3.5.7")][0][0] == (
         "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7"
     )
-    assert jars.BUNDLES[jars.s3a_bundle("3.5.7")][0][0] == "org.apache.hadoop:hadoop-aws:3.3.4"
+    assert jars.BUNDLES[s3a_bundle("3.5.7")][0][0] == "org.apache.hadoop:hadoop-aws:3.3.4"
     # setup resolves this environment's Spark only; another one is asked for by name.
     assert jars.DEFAULT_BUNDLES == ("kafka", "spark-kafka-4.0.0", "s3a-4.0.0")
     assert "spark-kafka-3.5.7" in jars.BUNDLES and "spark-kafka-3.5.7" not in jars.DEFAULT_BUNDLES

@@ -7,14 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.local import jvm_archive
-from airflow_provider_kafkaspark.local.jvm_archive import (
-    C1_ONLY,
-    FAST_JVM_ENV,
-    archive_is_current,
-    archive_path,
-    fast_java_options,
-)
+from airflow_provider_kafkaspark.spark.fast_jvm import C1_ONLY, FAST_JVM_ENV, fast_java_options
+from kafkaspark_devstack import jvm_archive
+from kafkaspark_devstack.jvm_archive import archive_is_current, archive_path
 
 
 def test_no_options_unless_asked_for(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

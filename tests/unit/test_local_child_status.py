@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from airflow_provider_kafkaspark.local.process import server_running
-from airflow_provider_kafkaspark.local.s3 import LocalS3Server
+from kafkaspark_devstack.process import server_running
+from kafkaspark_devstack.s3 import LocalS3Server
 
 
 def _child() -> subprocess.Popen[bytes]:

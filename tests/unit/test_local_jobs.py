@@ -3,7 +3,7 @@ same from there."""
 
 from __future__ import annotations
 
-from airflow_provider_kafkaspark.local.jobs import _absolute_entries
+from airflow_provider_kafkaspark.backends.local_driver import _absolute_entries
 
 
 def test_relative_python_path_entries_resolve_against_the_submitter_folder() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_kafkaspark.errors import BrokerStartError
-from airflow_provider_kafkaspark.local.kafka import STATE_FILE, LocalKafkaCluster
+from kafkaspark_devstack.kafka import STATE_FILE, LocalKafkaCluster
 
 
 def test_three_nodes_get_a_shared_quorum_and_replicated_internal_topics(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_unknown_node_and_bad_size(tmp_path: Path) -> None:
 def test_cluster_ids_never_look_like_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     import uuid
 
-    from airflow_provider_kafkaspark.local import kafka
+    from kafkaspark_devstack import kafka
 
     # The first UUID encodes to an id starting with '-'; the launcher must draw again.
     draws = iter([uuid.UUID(bytes=b"\xfb" + bytes(15)), uuid.UUID(int=7)])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.local.netbed import (
+from kafkaspark_devstack.netbed import (
     NetBedError,
     enter_command,
     hosts_file,

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.devtools.readme_jars import BEGIN, END, README, jar_list, main
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.versions import SPARK_LINES
+from kafkaspark_devstack.readme_jars import BEGIN, END, README, jar_list, main
 
 
 def test_the_readme_lists_the_jars_versions_py_gives() -> None:
     assert jar_list() in README.read_text(), (
         "README.md's jar list differs from versions.py: "
-        "run python -m airflow_provider_kafkaspark.devtools.readme_jars"
+        "run python -m kafkaspark_devstack.readme_jars"
     )
 
 

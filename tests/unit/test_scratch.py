@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.local import scratch
-from airflow_provider_kafkaspark.local.scratch import folder_name, owner, reap, stale
+from airflow_provider_kafkaspark.spark import scratch
+from airflow_provider_kafkaspark.spark.scratch import folder_name, owner, reap, stale
 
 
 def test_names_round_trip_with_odd_job_names_and_dotted_hosts() -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_kafkaspark.backends.local_driver import driver_python
 from airflow_provider_kafkaspark.core.jobspec import JobSpec, JobSpecError
 from airflow_provider_kafkaspark.core.spark_compat import continue_refusal, newest, release_line
-from airflow_provider_kafkaspark.local.spark import driver_python, python_env
+from airflow_provider_kafkaspark.spark.local_session import python_env
 
 
 def test_release_lines_parse_plain_and_suffixed_versions() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_kafkaspark.local.spark import python_env
+from airflow_provider_kafkaspark.spark.local_session import python_env
 from airflow_provider_kafkaspark.spark.session import is_local_master, session_defaults
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from airflow_provider_kafkaspark.local import jars
-from airflow_provider_kafkaspark.local.yarn_config import (
+from kafkaspark_devstack import jars
+from kafkaspark_devstack.yarn_config import (
     MAX_AM_ATTEMPTS,
     NodeLayout,
     NodeManagerPorts,

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from airflow_provider_kafkaspark.errors import LocalStackError
-from airflow_provider_kafkaspark.local.jars import find_java, s3a_jars, spark_connector_jars
-from airflow_provider_kafkaspark.local.jvm_archive import fast_java_options
-from airflow_provider_kafkaspark.local.scratch import driver_scratch
+from airflow_provider_kafkaspark.spark.fast_jvm import fast_java_options
+from airflow_provider_kafkaspark.spark.jars import find_java, s3a_jars, spark_connector_jars
+from airflow_provider_kafkaspark.spark.scratch import driver_scratch
 from airflow_provider_kafkaspark.spark.session import is_local_master, session_defaults
 from airflow_provider_kafkaspark.versions import SPARK_LINES
 
@@ -39,19 +39,6 @@ def check_pyspark_version() -> str:
 # Spark's launcher appends it to the driver JVM's class path.
 DIST_CLASSPATH_ENV = "SPARK_DIST_CLASSPATH"
 
-# Spark's own settings for the interpreters of a job's driver and of its Python workers.
-DRIVER_PYTHON_CONF = "spark.pyspark.driver.python"
-WORKER_PYTHON_CONF = "spark.pyspark.python"
-
-
-def driver_python(spark_conf: Mapping[str, str]) -> str:
-    """The interpreter a driver this host starts runs: the job's `spark.pyspark.driver.python`
-    (else `spark.pyspark.python`), as spark-submit would take it, else this one. How a job
-    runs on another Spark release than the Airflow environment's (a driver environment of
-    its own, `scripts/driver_env.sh`)."""
-    chosen = spark_conf.get(DRIVER_PYTHON_CONF) or spark_conf.get(WORKER_PYTHON_CONF)
-    return chosen or sys.executable
-
 
 def python_env(master: str, python: str | None = None) -> dict[str, str]:
     """The variables that make Spark run `python` (default: this interpreter) for the driver
@@ -68,7 +55,8 @@ def spark_jars_option(
 ) -> str:
     """The comma-separated value for `spark.jars` / `spark-submit --jars`, for the Spark
     release given or this environment's pyspark; with `s3a`, also the jars of Hadoop's S3A
-    file system (a checkpoint or output on S3)."""
+    file system (a checkpoint or output on S3). From `jars_dir`, else the jar setting
+    (`spark/jars.py`)."""
     version = spark_version or check_pyspark_version()
     jars = [
         *spark_connector_jars(jars_dir, version),
@@ -92,7 +80,7 @@ def local_spark_session(
     `spark.jars` entry into the executor's temporary folder, and in local mode the executor is
     this JVM (568 MB per driver with S3A's jars). Spark's temporary files go to a scratch
     folder of this process that the next local driver reaps once this one is gone
-    (`local/scratch.py`)."""
+    (`spark/scratch.py`)."""
     find_java()
     version = check_pyspark_version()
     # A job that names its jars (`spark.jars` in its spark_conf) needs none resolved here.
@@ -146,7 +134,7 @@ def scratch_conf(scratch: Path) -> dict[str, str]:
 def dist_class_path(class_path: str | None) -> Iterator[None]:
     """`SPARK_DIST_CLASSPATH` extended by `class_path` while pyspark starts the JVM. Spark's
     launcher puts it after its own jars, where `spark.driver.extraClassPath` would come
-    first: the class archive of a fast start (`local/jvm_archive.py`) maps only into a JVM
+    first: the class archive of a fast start (`spark/fast_jvm.py`) maps only into a JVM
     whose class path begins with the one it was built with."""
     if not class_path:
         yield

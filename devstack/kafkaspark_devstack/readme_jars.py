@@ -1,9 +1,9 @@
 """The README's list of the jars a driver needs, written from `versions.py`: the same lists
-`local/jars.py` resolves, so the README cannot name fewer jars than the setup fetches (it once
-left out `spark-hadoop-cloud`, and a job built from it failed at start on S3).
+`kafkaspark_devstack/jars.py` resolves, so the README cannot name fewer jars than the setup
+fetches (it once left out `spark-hadoop-cloud`, and a job built from it failed at start on S3).
 
-    python -m airflow_provider_kafkaspark.devtools.readme_jars          # rewrite README.md
-    python -m airflow_provider_kafkaspark.devtools.readme_jars --check  # exit 1 if stale
+    python -m kafkaspark_devstack.readme_jars          # rewrite README.md
+    python -m kafkaspark_devstack.readme_jars --check  # exit 1 if stale
 
 `tests/unit/test_readme_jars.py` fails when the README's block differs from this output.
 """
@@ -21,12 +21,12 @@ from airflow_provider_kafkaspark.versions import SPARK_LINES, SparkLine
 
 BEGIN = (
     "  <!-- jar list: written from versions.py by "
-    "`python -m airflow_provider_kafkaspark.devtools.readme_jars`; do not edit -->"
+    "`python -m kafkaspark_devstack.readme_jars`; do not edit -->"
 )
 END = "  <!-- end of the jar list -->"
 README = Path(__file__).resolve().parents[2] / "README.md"
 _WIDTH = 92
-_MODULE = "airflow_provider_kafkaspark.devtools.readme_jars"
+_MODULE = "kafkaspark_devstack.readme_jars"
 
 
 def _release_key(version: str) -> tuple[int, ...]:

@@ -1,7 +1,7 @@
 """The address and ports of the local stack's servers (Kafka, the S3 store, YARN).
 
 Loopback, unless `KAFKASPARK_LOCAL_HOST` names this host's address in the multi-host test
-bed (`local/netbed.py`), where each server runs on a host of its own."""
+bed (`kafkaspark_devstack/netbed.py`), where each server runs on a host of its own."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.errors import LocalStackError
-from airflow_provider_kafkaspark.local.daemon import (
+from kafkaspark_devstack.daemon import (
     load_state,
     log_tail,
     save_state,
@@ -36,7 +36,7 @@ from airflow_provider_kafkaspark.local.daemon import (
     stop_group,
     wait_ready,
 )
-from airflow_provider_kafkaspark.local.process import server_running
+from kafkaspark_devstack.process import server_running
 
 log = logging.getLogger(__name__)
 

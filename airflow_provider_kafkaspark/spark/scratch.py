@@ -7,8 +7,8 @@ upload buffers under `/tmp`, and deletes them only at a clean JVM exit: a killed
 them there, 0.57 GB per crash with state on S3. A driver's folder here is named after its
 process (`<job>@<host>.<pid>`, under `<tmp>/kafkaspark-<uid>/`); every local driver's start
 removes the folders of this host whose process is gone, so a crash leaves nothing beyond the
-next start. The host is in the name because hosts of the test bed (`local/netbed.py`) share
-`/tmp` but not their process ids.
+next start. The host is in the name because hosts of the test bed
+(`kafkaspark_devstack/netbed.py`) share `/tmp` but not their process ids.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from airflow_provider_kafkaspark.local.process import pid_alive
+from airflow_provider_kafkaspark.core.host_process import pid_alive
 
 log = logging.getLogger("kafkaspark.scratch")
 

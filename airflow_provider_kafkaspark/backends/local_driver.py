@@ -1,29 +1,41 @@
 """Starting the job runner as a local process (Spark local mode or client mode), detached
-from the caller, and asking it to stop through the control folder.
-
-The Airflow submit operator uses this for local/client mode; tests and the demo use it to
-run real drivers that can be stopped, signalled or killed like production ones.
+from the caller: the local backend's launcher (`backends/local.py`), and the interpreter and
+environment a driver of this host gets (also backfill's).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
+import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest, now_ms
+from airflow_provider_kafkaspark.core.control import now_ms
+from airflow_provider_kafkaspark.core.host_process import pid_alive
 from airflow_provider_kafkaspark.core.job_code import driver_python_path
 from airflow_provider_kafkaspark.core.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.private_file import write_private
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
-from airflow_provider_kafkaspark.local.process import pid_alive
-from airflow_provider_kafkaspark.local.spark import driver_python, python_env
+from airflow_provider_kafkaspark.spark.local_session import python_env
+
+# Spark's own settings for the interpreters of a job's driver and of its Python workers.
+DRIVER_PYTHON_CONF = "spark.pyspark.driver.python"
+WORKER_PYTHON_CONF = "spark.pyspark.python"
+
+
+def driver_python(spark_conf: Mapping[str, str]) -> str:
+    """The interpreter a driver this host starts runs: the job's `spark.pyspark.driver.python`
+    (else `spark.pyspark.python`), as spark-submit would take it, else this one. How a job
+    runs on another Spark release than the Airflow environment's (a driver environment of
+    its own, `scripts/driver_env.sh`)."""
+    chosen = spark_conf.get(DRIVER_PYTHON_CONF) or spark_conf.get(WORKER_PYTHON_CONF)
+    return chosen or sys.executable
 
 
 @dataclass(frozen=True)
@@ -135,7 +147,7 @@ def start_local_job(
             command = [
                 python,
                 "-m",
-                "airflow_provider_kafkaspark.local.supervisor",
+                "airflow_provider_kafkaspark.backends.local_supervisor",
                 "--policy",
                 json.dumps(restart_policy.to_dict()),
             ]
@@ -173,53 +185,7 @@ def _absolute_entries(search_path: str | None, base_dir: str) -> str | None:
 _children: dict[int, subprocess.Popen[bytes]] = {}
 
 
-def wait_exit(handle: LocalJobHandle, timeout_s: float) -> int | None:
-    """The exit code, or None if still running after `timeout_s`. Exit codes of drivers
-    that are not our children are unknown: -1 once they are gone."""
-    proc = _children.get(handle.pid)
-    if proc is not None:
-        try:
-            return proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            return None
-    deadline = time.monotonic() + timeout_s
-    while handle.is_alive():
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(0.2)
-    return -1
-
-
-def request_stop(
-    checkpoint: str,
-    *,
-    requested_by: str = "kafkaspark",
-    reason: str = "requested",
-    drain_timeout_s: float = 120.0,
-    at_batch_boundary: bool = False,
-) -> StopRequest:
-    request = StopRequest(now_ms(), requested_by, reason, drain_timeout_s, at_batch_boundary)
-    ControlFolder(checkpoint).request_stop(request)
-    return request
-
-
-def signal_driver(handle: LocalJobHandle, sig: signal.Signals = signal.SIGTERM) -> None:
-    """SIGTERM goes to the Python driver only: the driver drains and stops the JVM itself."""
-    os.kill(handle.pid, sig)
-
-
-def kill_driver(handle: LocalJobHandle) -> None:
-    """SIGKILL the driver's whole process group (Python, JVM, workers), as a crash would."""
-    try:
-        os.killpg(handle.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    wait_exit(handle, 30)
-
-
-def read_log(handle: LocalJobHandle, tail: int = 60) -> str:
-    try:
-        lines = Path(handle.log_file).read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-tail:])
+def started_child(pid: int) -> subprocess.Popen[bytes] | None:
+    """The process object of a driver this process started (None for any other pid): waiting
+    on it reaps the driver and tells its exit code."""
+    return _children.get(pid)

@@ -2,7 +2,7 @@
 NodeManager run as plain JVMs from the jars `kafkaspark local jars resolve --with yarn`
 fetches from Maven Central (no Hadoop distribution).
 
-Each daemon gets a configuration folder of its own (local/yarn_config.py), so that the
+Each daemon gets a configuration folder of its own (yarn_config.py), so that the
 multi-host test bed can start the RM and each NM on different hosts. The cluster's layout
 (ports, pids) is kept in `<base_dir>/yarn.json`, which lets the CLI's `stop` and `status`
 find it again. Containers run as this user with the NodeManager's `JAVA_HOME`.
@@ -30,10 +30,11 @@ from airflow_provider_kafkaspark.errors import (
     LocalStackError,
     PortInUseError,
 )
-from airflow_provider_kafkaspark.local.jars import find_java, s3a_jars, yarn_classpath
-from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
-from airflow_provider_kafkaspark.local.process import proc_cmdline, server_running
-from airflow_provider_kafkaspark.local.yarn_config import (
+from airflow_provider_kafkaspark.spark.jars import find_java, s3a_jars
+from kafkaspark_devstack.jars import yarn_classpath
+from kafkaspark_devstack.ports import HOST, free_port, port_in_use
+from kafkaspark_devstack.process import proc_cmdline, server_running
+from kafkaspark_devstack.yarn_config import (
     NodeLayout,
     NodeManagerPorts,
     ResourceManagerPorts,

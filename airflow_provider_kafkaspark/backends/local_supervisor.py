@@ -1,6 +1,7 @@
 """A local supervisor that restarts the job runner under a restart policy.
 
-    python -m airflow_provider_kafkaspark.local.supervisor --spec job.json --master 'local[2]'
+    python -m airflow_provider_kafkaspark.backends.local_supervisor \
+        --spec job.json --master 'local[2]'
 
 It restarts the runner when it failed or died (exit 1, or killed by a signal); a clean stop
 (0), a stop that did not drain (2), a live lease elsewhere (3), a bad spec (4) and a standby

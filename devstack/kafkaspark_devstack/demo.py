@@ -15,7 +15,7 @@
    against the counts the input implies: duplicates and missing windows, both 0.
 
 Run with `make demo` (sets everything up first) or
-`python -m airflow_provider_kafkaspark.devtools.demo`; `--storage s3` (`make demo-s3`) keeps
+`python -m kafkaspark_devstack.demo`; `--storage s3` (`make demo-s3`) keeps
 the checkpoint and the savepoints on a local S3 server.
 Everything lives in a temporary folder that is removed at the end.
 """
@@ -43,6 +43,7 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts
+from kafkaspark_devstack.jars import use_default_jars_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 DAGS = ROOT / "dags"
@@ -339,7 +340,7 @@ def run(
 def _demo_s3(workdir: Path) -> Iterator[dict[str, str]]:
     """A local S3 server for the demo's state; yields the DAGs' extra settings."""
     from airflow_provider_kafkaspark.core.storage import s3_options_scope
-    from airflow_provider_kafkaspark.local.s3 import LocalS3Server
+    from kafkaspark_devstack.s3 import LocalS3Server
 
     _say("starting a local S3 server (SeaweedFS) for checkpoints and savepoints")
     with LocalS3Server(workdir / "s3") as server:
@@ -374,8 +375,8 @@ def _run(
     from airflow_provider_kafkaspark.core.savepoint import SavepointStore
     from airflow_provider_kafkaspark.examples.dag_settings import ExampleSettings
     from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     settings = ExampleSettings(
         str(workdir / "home"),
@@ -507,6 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="where the checkpoint and savepoints live (s3: a local SeaweedFS server)",
     )
     args = parser.parse_args(argv)
+    # The drivers, the Airflow processes and the servers it starts read their jars from here.
+    use_default_jars_dir()
     with tempfile.TemporaryDirectory(prefix="kafkaspark-demo-") as tmp:
         summary = run(args.events, Path(tmp), storage=args.storage)
     _say("summary: " + json.dumps(summary, indent=2))

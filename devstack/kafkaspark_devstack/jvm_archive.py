@@ -1,16 +1,8 @@
-"""Faster local JVM starts: class-data-sharing (AppCDS) archives of the classes a Spark driver
-and a Kafka broker load, and C1-only compilation.
+"""Building the class-data-sharing (AppCDS) archives that make local JVM starts faster
+(`airflow_provider_kafkaspark/spark/fast_jvm.py` maps them in under `KAFKASPARK_FAST_JVM=1`).
 
-A local Spark driver spends its first ~10 s (on 2 cores) loading, verifying and compiling
-Spark's classes before its first batch, a Kafka broker ~4 s; the local stack starts them many
-times (every test of the lifecycle, every restart and broker kill). With an archive of those
-classes mapped in and the optimising compiler off, the same starts take about half as long.
-
-Opt-in through `KAFKASPARK_FAST_JVM=1` (the test suite and `make demo` set it): C1-only code
-runs long jobs slower, so benchmarks and real deployments keep the JVM's defaults. The
-archives are built once by `make setup` (`kafkaspark local jars archive`) and match only the
-JVM and jars they were built with: a stale one is rebuilt, and one the JVM cannot use is
-skipped by the JVM with a one-line warning, never a failed start.
+The archives are built once by `make setup` (`kafkaspark local jars archive`) and match only
+the JVM and jars they were built with: a stale one is rebuilt.
 """
 
 from __future__ import annotations
@@ -22,35 +14,24 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
 from airflow_provider_kafkaspark.errors import LocalStackError
-from airflow_provider_kafkaspark.local.jars import default_jars_dir, find_java, kafka_classpath
-from airflow_provider_kafkaspark.versions import KAFKA_VERSION, SPARK_VERSION
+from airflow_provider_kafkaspark.spark import fast_jvm
+from airflow_provider_kafkaspark.spark.fast_jvm import C1_ONLY, FAST_JVM_ENV, KINDS, Kind
+from airflow_provider_kafkaspark.spark.jars import JARS_DIR_ENV, find_java
+from kafkaspark_devstack.jars import default_jars_dir, kafka_classpath
 
-FAST_JVM_ENV = "KAFKASPARK_FAST_JVM"
-# C1 only: the optimising compiler's work pays off after minutes, not in a JVM's first seconds.
-C1_ONLY = "-XX:TieredStopAtLevel=1"
 _BUILD_TIMEOUT_S = 300
-_MODULE = "airflow_provider_kafkaspark.local.jvm_archive"
-
-Kind = Literal["spark", "kafka"]
-KINDS: tuple[Kind, ...] = ("spark", "kafka")
+_MODULE = "kafkaspark_devstack.jvm_archive"
 
 
 def archive_path(kind: Kind, jars_dir: Path | None = None) -> Path:
-    """Next to the jars cache: `.cache/jvm/spark-<version>.jsa` by default (the version of
-    this environment's pyspark)."""
-    version = _pyspark_version() if kind == "spark" else KAFKA_VERSION
-    return (jars_dir or default_jars_dir()).parent / "jvm" / f"{kind}-{version}.jsa"
-
-
-def _pyspark_version() -> str:
-    try:
-        import pyspark
-    except ImportError:
-        return SPARK_VERSION
-    return str(pyspark.__version__)
+    """Next to the jar cache (given, else `$KAFKASPARK_JARS_DIR`, else the dev stack's
+    default): `.cache/jvm/spark-<version>.jsa` by default."""
+    root = jars_dir or Path(os.environ.get(JARS_DIR_ENV) or default_jars_dir())
+    found = fast_jvm.archive_path(kind, root)
+    assert found is not None  # a jar folder was given
+    return found
 
 
 def archive_key(kind: Kind, jars_dir: Path | None = None) -> dict[str, str]:
@@ -81,16 +62,6 @@ def archive_is_current(kind: Kind, jars_dir: Path | None = None) -> bool:
     return archive.is_file() and recorded == archive_key(kind, jars_dir)
 
 
-def fast_java_options(kind: Kind, jars_dir: Path | None = None) -> list[str]:
-    """The JVM options for a fast start; none unless `KAFKASPARK_FAST_JVM=1`."""
-    if os.environ.get(FAST_JVM_ENV) != "1":
-        return []
-    archive = archive_path(kind, jars_dir)
-    if archive.is_file():
-        return [C1_ONLY, f"-XX:SharedArchiveFile={archive}"]
-    return [C1_ONLY]
-
-
 def build_archive(kind: Kind, jars_dir: Path | None = None, *, force: bool = False) -> Path:
     """Build one archive unless a current one is there: a JVM of that kind runs a small
     workload in a child process and writes the classes it loaded as it exits. Written under a
@@ -103,7 +74,7 @@ def build_archive(kind: Kind, jars_dir: Path | None = None, *, force: bool = Fal
     partial.unlink(missing_ok=True)
     env = {**os.environ, FAST_JVM_ENV: "0"}
     if jars_dir is not None:
-        env["KAFKASPARK_JARS_DIR"] = str(jars_dir)
+        env[JARS_DIR_ENV] = str(jars_dir)
     command = [sys.executable, "-m", _MODULE, "--warm-up", kind, str(partial)]
     try:
         done = subprocess.run(
@@ -128,7 +99,7 @@ def build_archive(kind: Kind, jars_dir: Path | None = None, *, force: bool = Fal
 def _warm_up_spark(dump_to: Path) -> None:
     """A batch aggregation, a parquet write, and streaming queries with a checkpoint and a
     Python foreachBatch, as a local driver runs them."""
-    from airflow_provider_kafkaspark.local.spark import local_spark_session
+    from airflow_provider_kafkaspark.spark.local_session import local_spark_session
 
     options = f"{C1_ONLY} -XX:ArchiveClassesAtExit={dump_to}"
     spark = local_spark_session(
@@ -169,7 +140,7 @@ def _warm_up_spark(dump_to: Path) -> None:
 def _warm_up_kafka(dump_to: Path) -> None:
     """A one-node cluster started, given a topic and a record, and stopped (its JVM writes the
     archive on the way out)."""
-    from airflow_provider_kafkaspark.local.kafka import LocalKafkaCluster
+    from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     with tempfile.TemporaryDirectory(prefix="kafkaspark-jvm-archive-") as work:
         cluster = LocalKafkaCluster(

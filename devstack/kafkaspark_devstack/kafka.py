@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.errors import BrokerStartError, PortInUseError
-from airflow_provider_kafkaspark.local.jars import find_java, kafka_classpath
-from airflow_provider_kafkaspark.local.jvm_archive import fast_java_options
-from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
-from airflow_provider_kafkaspark.local.process import server_running
+from airflow_provider_kafkaspark.spark.fast_jvm import fast_java_options
+from airflow_provider_kafkaspark.spark.jars import find_java
+from kafkaspark_devstack.jars import kafka_classpath
+from kafkaspark_devstack.ports import HOST, free_port, port_in_use
+from kafkaspark_devstack.process import server_running
 
 log = logging.getLogger(__name__)
 

@@ -1,22 +1,25 @@
-"""Where the JVM parts live: Java itself, the Kafka broker jars and the Spark connector jars.
+"""The dev stack's jar cache: the Kafka broker, YARN, and the Spark connector and S3A sets,
+resolved from Maven Central with `mvn` (Spark's own `--packages` download is not used: it
+does not go through Maven's settings) into a cache folder, by default `.cache/jars` at the
+top of the source tree, or `$KAFKASPARK_JARS_DIR`.
 
-The jars are resolved from Maven Central with `mvn` (Spark's own `--packages` download is
-not used: it does not go through Maven's settings) into a cache folder, by default
-`.cache/jars` at the top of the source tree, or `$KAFKASPARK_JARS_DIR`.
+Production code reads the jar folder from its setting only (`spark/jars.py`); the dev stack's
+launchers, its demo and the tests' conftest set `$KAFKASPARK_JARS_DIR` to this cache when it
+is unset (`use_default_jars_dir`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from airflow_provider_kafkaspark.errors import JarsNotFoundError, JavaNotFoundError
+from airflow_provider_kafkaspark.errors import JarsNotFoundError
+from airflow_provider_kafkaspark.spark.jars import JARS_DIR_ENV, connector_bundle, s3a_bundle
 from airflow_provider_kafkaspark.versions import (
     KAFKA_BROKER_ARTIFACTS,
     SPARK_LINES,
@@ -24,20 +27,8 @@ from airflow_provider_kafkaspark.versions import (
     YARN_ARTIFACTS,
 )
 
-JARS_DIR_ENV = "KAFKASPARK_JARS_DIR"
-MIN_JAVA_MAJOR = 17
 SETUP_HINT = "run `make setup` (or `kafkaspark local jars resolve`)"
 _COMPLETE_MARKER = ".complete.json"
-
-
-def connector_bundle(spark_version: str) -> str:
-    """The folder of a Spark release's Kafka connector jars (`versions.SparkLine`)."""
-    return f"spark-kafka-{spark_version}"
-
-
-def s3a_bundle(spark_version: str) -> str:
-    """The folder of the S3A jars that match a Spark release's Hadoop."""
-    return f"s3a-{spark_version}"
 
 
 # One bundle per folder: name -> (artifacts, resolve transitively?)
@@ -59,7 +50,7 @@ def default_jars_dir() -> Path:
     env = os.environ.get(JARS_DIR_ENV)
     if env:
         return Path(env)
-    # The source tree's top: airflow_provider_kafkaspark/local/jars.py -> ../../..
+    # The source tree's top: devstack/kafkaspark_devstack/jars.py -> ../../..
     top = Path(__file__).resolve().parents[2]
     if (top / "pyproject.toml").is_file():
         return top / ".cache" / "jars"
@@ -67,46 +58,12 @@ def default_jars_dir() -> Path:
     return Path(cache) / "kafkaspark" / "jars"
 
 
-def find_java() -> Path:
-    """The `java` of `$JAVA_HOME`, else of `PATH`; Java 17 or newer."""
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home:
-        candidate = Path(java_home) / "bin" / "java"
-        if not candidate.is_file():
-            raise JavaNotFoundError(
-                f"Java not found: JAVA_HOME={java_home} has no bin/java; "
-                f"point JAVA_HOME at a Java {MIN_JAVA_MAJOR}+ installation"
-            )
-        java = candidate
-    else:
-        found = shutil.which("java")
-        if not found:
-            raise JavaNotFoundError(
-                f"Java not found: no `java` on PATH and JAVA_HOME is unset; "
-                f"install Java {MIN_JAVA_MAJOR}+ or set JAVA_HOME"
-            )
-        java = Path(found)
-    major = java_major_version(java)
-    if major < MIN_JAVA_MAJOR:
-        raise JavaNotFoundError(
-            f"Java {major} at {java} is too old: Kafka 4 and Spark 4 need Java {MIN_JAVA_MAJOR}+"
-        )
-    return java
-
-
-def java_major_version(java: Path) -> int:
-    try:
-        out = subprocess.run(
-            [str(java), "-version"], capture_output=True, text=True, timeout=30, check=False
-        )
-    except OSError as exc:
-        raise JavaNotFoundError(f"Java at {java} cannot run: {exc}") from exc
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
-    if not match:
-        raise JavaNotFoundError(f"Java at {java} did not report a version")
-    first = int(match.group(1))
-    # Java 8 and older report "1.8.0_x".
-    return int(match.group(2) or 0) if first == 1 else first
+def use_default_jars_dir() -> Path:
+    """Set `$KAFKASPARK_JARS_DIR` to the dev stack's cache unless it is set: the drivers and
+    servers the dev stack starts inherit it, and production code reads nothing else."""
+    folder = default_jars_dir()
+    os.environ.setdefault(JARS_DIR_ENV, str(folder))
+    return Path(os.environ[JARS_DIR_ENV])
 
 
 def bundle_jars(bundle: str, jars_dir: Path | None = None) -> list[Path]:
@@ -130,19 +87,6 @@ def bundle_jars(bundle: str, jars_dir: Path | None = None) -> list[Path]:
 
 def kafka_classpath(jars_dir: Path | None = None) -> str:
     return os.pathsep.join(str(j) for j in bundle_jars("kafka", jars_dir))
-
-
-def spark_connector_jars(
-    jars_dir: Path | None = None, spark_version: str = SPARK_VERSION
-) -> list[Path]:
-    """The Kafka connector jars of a Spark release (`versions.SparkLine.connector_artifacts`)."""
-    return bundle_jars(connector_bundle(spark_version), jars_dir)
-
-
-def s3a_jars(jars_dir: Path | None = None, spark_version: str = SPARK_VERSION) -> list[Path]:
-    """The jars a driver of a Spark release needs for a checkpoint on S3
-    (`versions.SparkLine.s3a_artifacts`)."""
-    return bundle_jars(s3a_bundle(spark_version), jars_dir)
 
 
 def _pom(bundle: str, artifacts: tuple[str, ...], transitive: bool) -> str:

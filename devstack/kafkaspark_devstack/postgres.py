@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.errors import LocalStackError, PortInUseError
-from airflow_provider_kafkaspark.local.daemon import (
+from kafkaspark_devstack.daemon import (
     load_state,
     save_state,
     spawn,
     stop_group,
     wait_ready,
 )
-from airflow_provider_kafkaspark.local.ports import HOST, port_in_use
-from airflow_provider_kafkaspark.local.process import server_running
+from kafkaspark_devstack.ports import HOST, port_in_use
+from kafkaspark_devstack.process import server_running
 
 log = logging.getLogger(__name__)
 

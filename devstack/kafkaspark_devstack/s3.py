@@ -31,7 +31,7 @@ from airflow_provider_kafkaspark.errors import (
     ObjectStoreStartError,
     PortInUseError,
 )
-from airflow_provider_kafkaspark.local.daemon import (
+from kafkaspark_devstack.daemon import (
     load_state,
     log_tail,
     save_state,
@@ -39,8 +39,8 @@ from airflow_provider_kafkaspark.local.daemon import (
     stop_group,
     wait_ready,
 )
-from airflow_provider_kafkaspark.local.ports import HOST, free_port, port_in_use
-from airflow_provider_kafkaspark.local.process import server_running
+from kafkaspark_devstack.ports import HOST, free_port, port_in_use
+from kafkaspark_devstack.process import server_running
 
 log = logging.getLogger(__name__)
 

@@ -52,7 +52,7 @@ def add_parsers(parts: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def local_postgres(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.local.postgres import LocalPostgres
+    from kafkaspark_devstack.postgres import LocalPostgres
 
     server = LocalPostgres(args.dir, port=args.port)
     if args.action == "start":
@@ -69,7 +69,7 @@ def local_postgres(args: argparse.Namespace) -> int:
 
 
 def local_airflow(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.local.airflow_services import LocalAirflowComponent
+    from kafkaspark_devstack.airflow_services import LocalAirflowComponent
 
     extra = ["--queues", args.queues] if args.queues and args.action == "start" else []
     component = LocalAirflowComponent(args.dir, args.component, args=extra)

@@ -1,4 +1,4 @@
-"""The configuration files of a small YARN cluster run from jars (see local/yarn.py).
+"""The configuration files of a small YARN cluster run from jars (see yarn.py).
 
 Plain functions from a layout to file contents, so that what a ResourceManager or a
 NodeManager is told can be read and tested without starting either. Sizes suit a test bed of

@@ -8,17 +8,18 @@ import json
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from airflow_provider_kafkaspark.commands.flags import with_example
-from airflow_provider_kafkaspark.commands.local_airflow import add_parsers as add_airflow_parsers
 from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK, server_status
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
 from airflow_provider_kafkaspark.versions import SPARK_LINES
+from kafkaspark_devstack.commands.local_airflow import add_parsers as add_airflow_parsers
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.local.s3 import LocalS3Server
+    from kafkaspark_devstack.s3 import LocalS3Server
 
 DEFAULT_LOCAL_KAFKA_DIR = Path(".local") / "kafka"
 DEFAULT_LOCAL_KAFKA_PORT = 9092
@@ -138,10 +139,28 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "kafkaspark local jars archive",
     )
     jars.set_defaults(func=local_jars)
+    for part in parts.choices.values():
+        part.set_defaults(func=_with_jar_default(part.get_default("func")))
+
+
+def _with_jar_default(
+    command: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """`command` run with `$KAFKASPARK_JARS_DIR` set to the dev stack's jar cache unless it
+    is set: the servers and drivers the local stack starts inherit it (production code
+    reads the jars from that setting only)."""
+
+    def run(args: argparse.Namespace) -> int:
+        from kafkaspark_devstack.jars import use_default_jars_dir
+
+        use_default_jars_dir()
+        return command(args)
+
+    return run
 
 
 def local_kafka(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.local.kafka import STATE_FILE, LocalKafkaCluster
+    from kafkaspark_devstack.kafka import STATE_FILE, LocalKafkaCluster
 
     base = Path(args.dir)
     if args.action == "start":
@@ -170,7 +189,7 @@ def local_kafka(args: argparse.Namespace) -> int:
 
 
 def local_s3(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.local.s3 import STATE_FILE, LocalS3Server
+    from kafkaspark_devstack.s3 import STATE_FILE, LocalS3Server
 
     base = Path(args.dir)
     if args.action == "start":
@@ -210,7 +229,7 @@ SECRET_MASK = "***"
 def s3_env_lines(server: LocalS3Server, conn_id: str, *, show_secret: bool) -> str:
     """`export` lines for the standard AWS variables and an `aws` connection of `server`. The
     secret key only when asked for: a terminal's output ends up in scrollback and pastes."""
-    from airflow_provider_kafkaspark.local.s3 import aws_connection_uri
+    from kafkaspark_devstack.s3 import aws_connection_uri
 
     secret = server.secret_key if show_secret else SECRET_MASK
     variables = {**server.aws_environment(), "AWS_SECRET_ACCESS_KEY": secret}
@@ -221,13 +240,10 @@ def s3_env_lines(server: LocalS3Server, conn_id: str, *, show_secret: bool) -> s
 
 
 def local_jars(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.local.jars import (
-        DEFAULT_BUNDLES,
-        connector_bundle,
-        resolve_jars,
-        s3a_bundle,
-    )
-    from airflow_provider_kafkaspark.local.jvm_archive import KINDS, build_archive
+    from airflow_provider_kafkaspark.spark.fast_jvm import KINDS
+    from airflow_provider_kafkaspark.spark.jars import connector_bundle, s3a_bundle
+    from kafkaspark_devstack.jars import DEFAULT_BUNDLES, resolve_jars
+    from kafkaspark_devstack.jvm_archive import build_archive
 
     jars_dir = Path(args.dir) if args.dir else None
     if args.action == "archive":
@@ -250,7 +266,7 @@ YARN_ROLES: dict[str, tuple[str, ...]] = {
 
 
 def local_yarn(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.local.yarn import STATE_FILE, LocalYarnCluster
+    from kafkaspark_devstack.yarn import STATE_FILE, LocalYarnCluster
 
     base = Path(args.dir)
     known = (base / STATE_FILE).is_file()

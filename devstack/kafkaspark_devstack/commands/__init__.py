@@ -1,0 +1,1 @@
+"""`kafkaspark local ...`, registered with the CLI through the `kafkaspark.cli` entry point."""
