@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from airflow.sdk import Asset, AssetAlias
 
-from airflow_provider_kafkaspark.core.jobspec import valid_job_name
+from airflow_provider_kafkaspark.core.spec.jobspec import valid_job_name
 
 if TYPE_CHECKING:
     from urllib.parse import SplitResult

@@ -18,8 +18,10 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.core.control import ControlFolder, Handover, now_ms
-from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict, job_ref_to_dict
+from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_from_dict, job_ref_to_dict
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import now_ms
+from airflow_provider_kafkaspark.core.control.requests import Handover
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, KafkaSparkError
 from airflow_provider_kafkaspark.lifecycle import (
     clear_stale_stop_request,
@@ -31,8 +33,8 @@ from airflow_provider_kafkaspark.lifecycle import (
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
-    from airflow_provider_kafkaspark.core.job_ref import JobRef
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 log = logging.getLogger(__name__)
 

@@ -13,28 +13,24 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import (
-    ControlFolder,
-    Lease,
-    StoppedReport,
-    StopRequest,
-    SubmittedMarker,
-    ended_before_running,
-    now_ms,
-    request_stop,
-    start_pending,
-    stop_wait_s,
-)
-from airflow_provider_kafkaspark.core.host_process import holder_gone, reap
-from airflow_provider_kafkaspark.core.job_ref import (
+from airflow_provider_kafkaspark.core.cluster.host_process import holder_gone, reap
+from airflow_provider_kafkaspark.core.cluster.job_ref import (
     JobRef,
     LocalJobRef,
     job_ref_from_dict,
     job_ref_to_dict,
 )
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.offsets import (
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
+from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
+from airflow_provider_kafkaspark.core.control.reports import StoppedReport
+from airflow_provider_kafkaspark.core.control.requests import (
+    StopRequest,
+    SubmittedMarker,
+    ended_before_running,
+    start_pending,
+    stop_wait_s,
+)
+from airflow_provider_kafkaspark.core.kafka.offsets import (
     TopicOffsets,
     TopicPartition,
     format_kafka_offsets,
@@ -42,13 +38,15 @@ from airflow_provider_kafkaspark.core.offsets import (
     offsets_json,
     total_records,
 )
-from airflow_provider_kafkaspark.core.reconcile import (
+from airflow_provider_kafkaspark.core.kafka.reconcile import (
     ReconcilePolicy,
     Severity,
     build_reconcile_plan,
 )
-from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
-from airflow_provider_kafkaspark.core.savepoint import (
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.state.restore import RestoreMode, restore
+from airflow_provider_kafkaspark.core.state.savepoint import (
     SavepointManifest,
     SavepointStore,
     StopRecord,
@@ -137,8 +135,8 @@ def restore_for_submit(
     the restored checkpoint takes its place, or, in `offsets`/`latest` mode, the query
     starts on a fresh checkpoint from the savepoint's offsets or the end of each partition.
     """
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.observe import kafka_view
+    from airflow_provider_kafkaspark.core.health.observe import kafka_view
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 
     chosen = RestoreMode.parse(mode)
     store = SavepointStore(savepoint_root)
@@ -164,8 +162,8 @@ def restore_for_submit(
         ref = None
     # Offsets and latest modes need a fresh checkpoint: Spark ignores startingOffsets for
     # an existing one. Checkpoint mode restores into the (moved-aside) location.
-    from airflow_provider_kafkaspark.core.restore import move_aside
-    from airflow_provider_kafkaspark.core.storage import open_location
+    from airflow_provider_kafkaspark.core.state.restore import move_aside
+    from airflow_provider_kafkaspark.core.storage.location import open_location
 
     target = open_location(spec.checkpoint_location)
     if chosen is not RestoreMode.CHECKPOINT and target.has_files():
@@ -183,7 +181,7 @@ def restore_for_submit(
     if result.backup:
         summary["backup"] = result.backup
     if result.new_query_id:
-        # A rollback: the batches after the savepoint are written again (core/restore).
+        # A rollback: the batches after the savepoint are written again (core/state/restore).
         summary["new_query_id"] = result.new_query_id
     if chosen is RestoreMode.CHECKPOINT:
         return spec, summary
@@ -323,7 +321,7 @@ def begin_stop(
     at_batch_boundary: bool = False,
 ) -> StopStarted | None:
     """Write a stop request; None when no driver runs or is starting (nothing to stop).
-    `at_batch_boundary`: see `core/drain` (for a savepoint restored in `checkpoint` mode).
+    `at_batch_boundary`: see `core/control/drain` (for a savepoint restored in `checkpoint` mode).
 
     A driver submitted but not yet holding the lease is waited for: it honours the request
     as soon as its query starts."""
@@ -507,7 +505,7 @@ def savepoint_after_stop(
     another version than the cluster's.
 
     The savepoint records the stopped report it follows. When a savepoint of this very stop
-    exists already (a retried task, a trigger that took it: `core/savepoint.belongs_to_stop`),
+    exists already (a retried task, a trigger that took it: `core/state/savepoint.belongs_to_stop`),
     that one is returned: a second copy of the same batch would only be found by `latest`
     and announced twice."""
     control = ControlFolder(checkpoint)
@@ -552,7 +550,7 @@ def backfill_offsets(
     kafka_config: dict[str, Any], topics: tuple[str, ...], start_ms: int, end_ms: int
 ) -> tuple[TopicOffsets, TopicOffsets]:
     """Per-partition [start, end) offsets of a time range (end exclusive)."""
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 
     with KafkaFacade(kafka_config) as kafka:
         counts = kafka.topic_partitions(topics)

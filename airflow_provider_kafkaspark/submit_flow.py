@@ -11,8 +11,8 @@ from enum import Enum
 from typing import Any
 
 from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
-from airflow_provider_kafkaspark.core.control import Lease
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.control.lease import Lease
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import (
     InvalidArgumentError,
     JobSkippedError,
@@ -132,7 +132,7 @@ def submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[st
 
 
 def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[str, Any]:
-    from airflow_provider_kafkaspark.core.job_code import check_topics_exist
+    from airflow_provider_kafkaspark.core.spec.job_code import check_topics_exist
 
     spec = request.spec
     lease = live_lease(spec.checkpoint_location)
@@ -153,7 +153,7 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
 
     dead: list[str] = []
     if request.probe_bootstrap:
-        from airflow_provider_kafkaspark.core.bootstrap_probe import probe_bootstrap
+        from airflow_provider_kafkaspark.core.kafka.bootstrap_probe import probe_bootstrap
 
         report = probe_bootstrap(request.kafka_client, timeout_s=request.probe_timeout_s)
         dead = list(report.dead)

@@ -14,7 +14,7 @@ from typing import Any
 
 from synthetic_checkpoint import write_checkpoint
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 
 
 def _median_ms(fn: Any, repeat: int) -> float:

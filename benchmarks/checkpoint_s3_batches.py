@@ -23,11 +23,11 @@ from typing import Any
 from unittest import mock
 
 from airflow_provider_kafkaspark.backends.local_driver import start_local_job
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, request_stop
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
+from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
 from kafkaspark_devstack.drivers import read_log, wait_exit

@@ -33,11 +33,11 @@ from typing import Any
 from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
 from airflow_provider_kafkaspark.backends.local import LocalBackend
 from airflow_provider_kafkaspark.backends.yarn import YarnBackend
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder
-from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_from_dict
+from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
 from airflow_provider_kafkaspark.lifecycle import stop_job

@@ -17,9 +17,9 @@ def run(partitions: int = 1000, repeat: int = 5) -> dict[str, Any]:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.observe import kafka_view
-    from airflow_provider_kafkaspark.core.reconcile import build_reconcile_plan
+    from airflow_provider_kafkaspark.core.health.observe import kafka_view
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.kafka.reconcile import build_reconcile_plan
     from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     topic = "reconcile_bench"

@@ -54,8 +54,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle  # noqa: E402
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader  # noqa: E402
-from airflow_provider_kafkaspark.core.jobspec import JobSpec  # noqa: E402
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec  # noqa: E402
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader  # noqa: E402
 from reliability import stack  # noqa: E402
 
 GOAL_RATIO = 1.0
@@ -130,7 +130,7 @@ def _start_split(handle: LocalJobHandle, released: float, t1: float) -> dict[str
 
 def _batch_ms(checkpoint: str) -> list[int]:
     """Durations of the last batches the driver reported in progress.json (trigger to end)."""
-    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 
     progress = ControlFolder(checkpoint).read_progress()
     if progress is None:
@@ -282,8 +282,8 @@ def _wait_logged(handle: LocalJobHandle, message: str, since: float, timeout_s: 
 def _savepoint_path(setup: Setup, name: str) -> PathRun:
     from airflow_provider_kafkaspark.backends.base import SubmitOptions
     from airflow_provider_kafkaspark.backends.local import LocalBackend
-    from airflow_provider_kafkaspark.core.control import StoppedReport
-    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.core.control.reports import StoppedReport
+    from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
     from airflow_provider_kafkaspark.handover import hand_over, submit_standby
     from airflow_provider_kafkaspark.lifecycle import (
         begin_stop,

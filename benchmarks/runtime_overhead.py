@@ -21,7 +21,7 @@ def run(records: int = 60_000, per_trigger: int = 5_000) -> dict[str, Any]:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from airflow_provider_kafkaspark.core.control import request_stop
+    from airflow_provider_kafkaspark.core.control.folder import request_stop
     from airflow_provider_kafkaspark.spark.local_session import local_spark_session
     from airflow_provider_kafkaspark.spark.managed import ManagedOptions, ManagedQuery
     from kafkaspark_devstack.kafka import LocalKafkaCluster

@@ -14,7 +14,7 @@ from typing import Any
 
 from synthetic_checkpoint import write_checkpoint
 
-from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 
 
 def run(sizes_mb: str = "1,16,128") -> dict[str, Any]:

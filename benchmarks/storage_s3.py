@@ -31,9 +31,9 @@ from unittest import mock
 
 from synthetic_checkpoint import write_checkpoint
 
-from airflow_provider_kafkaspark.core.restore import restore
-from airflow_provider_kafkaspark.core.savepoint import SavepointStore
-from airflow_provider_kafkaspark.core.storage import open_location
+from airflow_provider_kafkaspark.core.state.restore import restore
+from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
+from airflow_provider_kafkaspark.core.storage.location import open_location
 from kafkaspark_devstack.s3 import LocalS3Server
 
 BUCKET = "kafkaspark-bench"

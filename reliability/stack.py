@@ -17,8 +17,8 @@ from typing import Any, NamedTuple, TypeVar
 from unittest import mock
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 MASTER = "local[2]"
 # Where a scenario keeps its checkpoint and savepoints: local disk, or a real S3 server
@@ -662,9 +662,9 @@ def wait_caught_up(
     timeout_s: float,
 ) -> None:
     """Wait until the checkpoint's committed offsets reach the end of every partition."""
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
+    from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
     from kafkaspark_devstack.drivers import read_log
 
     with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:

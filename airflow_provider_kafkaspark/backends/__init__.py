@@ -4,7 +4,7 @@ YARN), each turning a job reference into status and kill calls in that manager's
 from __future__ import annotations
 
 from airflow_provider_kafkaspark.backends.base import JobBackend, JobStatus
-from airflow_provider_kafkaspark.core.job_ref import JobRef, StandaloneJobRef, YarnJobRef
+from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef, StandaloneJobRef, YarnJobRef
 
 
 def backend_for(ref: JobRef) -> JobBackend:

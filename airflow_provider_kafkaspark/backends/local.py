@@ -11,15 +11,15 @@ import subprocess
 import time
 
 from airflow_provider_kafkaspark.backends.base import JobStatus, SubmitOptions, Submitted
-from airflow_provider_kafkaspark.core.host_process import pid_alive, reap
-from airflow_provider_kafkaspark.core.job_ref import (
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive, reap
+from airflow_provider_kafkaspark.core.cluster.job_ref import (
     JobRef,
     LocalJobRef,
     StandaloneJobRef,
     check_local_kill,
     require_backend,
 )
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
 
 

@@ -15,13 +15,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.core.control import now_ms
-from airflow_provider_kafkaspark.core.host_process import pid_alive
-from airflow_provider_kafkaspark.core.job_code import driver_python_path
-from airflow_provider_kafkaspark.core.job_ref import LocalJobRef
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.private_file import write_private
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
+from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.control.lease import now_ms
+from airflow_provider_kafkaspark.core.spec.job_code import driver_python_path
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.storage.private_file import write_private
 from airflow_provider_kafkaspark.spark.local_session import python_env
 
 # Spark's own settings for the interpreters of a job's driver and of its Python workers.

@@ -7,7 +7,7 @@ It restarts the runner when it failed or died (exit 1, or killed by a signal); a
 (0), a stop that did not drain (2), a live lease elsewhere (3), a bad spec (4) and a standby
 that no handover reached (5) end supervision. SIGTERM is passed on to the runner, which
 drains and stops. Its state is kept in the control folder (`supervisor.json`,
-`core.control.SupervisorState`): health sensors read `ended` to fail at once when no restart
+`core.control.reports.SupervisorState`): health sensors read `ended` to fail at once when no restart
 will come.
 """
 
@@ -25,9 +25,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_kafkaspark.core.control import ControlFolder, SupervisorState, now_ms
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.restart import RestartBudget, RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.restart import RestartBudget, RestartPolicy
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import now_ms
+from airflow_provider_kafkaspark.core.control.reports import SupervisorState
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 log = logging.getLogger("kafkaspark.supervisor")
 FINAL_EXITS = frozenset({0, 2, 3, 4, 5})  # see spark/runner.py

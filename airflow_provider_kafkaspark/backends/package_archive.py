@@ -6,7 +6,7 @@ installed, and every submit runs the code of the Airflow host that submitted it.
 
 The job's `python_path` entries go the same way (`ship_python_path`): a path of the submit
 host is not there on the driver's node, so each local entry is written into the job's files
-under the name `core/job_code.ship_plan` gives it, and the spec names that file instead."""
+under the name `core/spec/job_code.ship_plan` gives it, and the spec names that file instead."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import airflow_provider_kafkaspark
-from airflow_provider_kafkaspark.core.job_code import (
+from airflow_provider_kafkaspark.core.spec.job_code import (
     EntryKind,
     ShippedEntry,
     ship_plan,
     shipped_spec,
 )
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 # Fixed entry times: the same code gives the same bytes (cluster caches key on content).
 _EPOCH = (1980, 1, 1, 0, 0, 0)

@@ -19,12 +19,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.backends import yarn_rest
 from airflow_provider_kafkaspark.backends.base import JobStatus, SubmitOptions, Submitted
-from airflow_provider_kafkaspark.core.job_ref import JobRef, YarnJobRef, require_backend
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.private_file import write_private
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster import yarn_rest
+from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef, YarnJobRef, require_backend
+from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.storage.private_file import write_private
 from airflow_provider_kafkaspark.errors import ClusterUnavailableError, InvalidInputError
 
 RM_ADDRESS_EXTRA = "yarn_resourcemanager_webapp_address"
@@ -104,7 +104,7 @@ class YarnBackend:
             package_zip,
             ship_python_path,
         )
-        from airflow_provider_kafkaspark.core.job_code import is_local
+        from airflow_provider_kafkaspark.core.spec.job_code import is_local
         from airflow_provider_kafkaspark.spark import runner
 
         resource_manager = self.resource_manager()

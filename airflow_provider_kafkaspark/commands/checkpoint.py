@@ -29,8 +29,11 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def inspect_checkpoint(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointPosition, CheckpointReader
-    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+    from airflow_provider_kafkaspark.core.state.checkpoint import (
+        CheckpointPosition,
+        CheckpointReader,
+    )
 
     reader = CheckpointReader(args.checkpoint)
     control = ControlFolder(reader.location)

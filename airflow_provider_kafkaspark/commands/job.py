@@ -20,7 +20,7 @@ from airflow_provider_kafkaspark.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.backends.base import JobBackend
-    from airflow_provider_kafkaspark.core.job_ref import JobRef
+    from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
 
 
 def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -126,7 +126,7 @@ def result_on_stdout(work: Work) -> Callable[[argparse.Namespace], int]:
 
 def read_ref(text: str) -> JobRef:
     """A reference from a file, or from JSON text (what `submit --json` prints as job_ref)."""
-    from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict
+    from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_from_dict
 
     where = "job reference"
     raw = text
@@ -153,8 +153,8 @@ def job_ref_of(args: argparse.Namespace) -> tuple[JobRef | None, str, str]:
     given, else the one the submit recorded in the checkpoint's submitted marker (read as the
     stop operator's `begin_stop` reads it). None when the marker predates references: the
     checkpoint alone still reaches the driver."""
-    from airflow_provider_kafkaspark.core.control import SUBMITTED_FILE, ControlFolder
-    from airflow_provider_kafkaspark.core.job_ref import check_ref_names
+    from airflow_provider_kafkaspark.core.cluster.job_ref import check_ref_names
+    from airflow_provider_kafkaspark.core.control.folder import SUBMITTED_FILE, ControlFolder
     from airflow_provider_kafkaspark.errors import InvalidArgumentError
     from airflow_provider_kafkaspark.lifecycle import marker_ref
 
@@ -215,9 +215,12 @@ def _backend(args: argparse.Namespace) -> JobBackend:
 
 def _submit(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from airflow_provider_kafkaspark.backends.base import SubmitOptions
-    from airflow_provider_kafkaspark.core.job_code import check_code_visible, resolve_python_path
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
-    from airflow_provider_kafkaspark.core.restart import RestartPolicy
+    from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+    from airflow_provider_kafkaspark.core.spec.job_code import (
+        check_code_visible,
+        resolve_python_path,
+    )
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
     from airflow_provider_kafkaspark.errors import InvalidArgumentError
     from airflow_provider_kafkaspark.lifecycle import with_connection
     from airflow_provider_kafkaspark.submit_flow import (
@@ -268,7 +271,7 @@ def _summary(handle: dict[str, Any]) -> dict[str, Any]:
 
 def _status(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from airflow_provider_kafkaspark.backends import driver_status
-    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 
     ref, job, checkpoint = job_ref_of(args)
     if ref is not None:

@@ -88,7 +88,7 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def probe_bootstrap(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.core.bootstrap_probe import probe_bootstrap as probe
+    from airflow_provider_kafkaspark.core.kafka.bootstrap_probe import probe_bootstrap as probe
 
     report = probe(kafka_config(args), timeout_s=args.timeout)
     result = report.to_dict()
@@ -104,10 +104,10 @@ def probe_bootstrap(args: argparse.Namespace) -> int:
 
 
 def reconcile_checkpoint(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.observe import kafka_view
-    from airflow_provider_kafkaspark.core.reconcile import Severity, build_reconcile_plan
+    from airflow_provider_kafkaspark.core.health.observe import kafka_view
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.kafka.reconcile import Severity, build_reconcile_plan
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 
     position = CheckpointReader(args.checkpoint).position()
     subscribed = [t.strip() for t in args.subscribe.split(",") if t.strip()]

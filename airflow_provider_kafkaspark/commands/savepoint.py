@@ -20,7 +20,7 @@ from airflow_provider_kafkaspark.commands.output import (
 )
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 
 LIST_COLUMNS = [
     "savepoint_id",
@@ -121,7 +121,7 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _store(args: argparse.Namespace) -> SavepointStore:
-    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 
     return SavepointStore(savepoint_root(args))
 
@@ -181,7 +181,7 @@ def verify_savepoint(args: argparse.Namespace) -> int:
 
 
 def restore_savepoint(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.core.restore import restore
+    from airflow_provider_kafkaspark.core.state.restore import restore
 
     ref = None if args.mode == "latest" and args.savepoint_id == "latest" else args.savepoint_id
     result = restore(
@@ -201,7 +201,7 @@ def restore_savepoint(args: argparse.Namespace) -> int:
 
 
 def prune_savepoints(args: argparse.Namespace) -> int:
-    from airflow_provider_kafkaspark.core.savepoint import RetentionPolicy
+    from airflow_provider_kafkaspark.core.state.savepoint import RetentionPolicy
 
     policy = RetentionPolicy(
         max_count=args.max_count,

@@ -351,7 +351,7 @@ class KafkaSparkHook(BaseHook):
     def storage(self) -> Iterator[None]:
         """S3 URLs opened inside this block use the `aws` connection (without one: the
         standard AWS variables and files)."""
-        from airflow_provider_kafkaspark.core.storage import s3_options_scope
+        from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
 
         with s3_options_scope(self.s3fs_options()):
             yield

@@ -47,7 +47,7 @@ class KafkaBackfillOperator(BaseOperator):
     def _backfill(self, context: Context) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
 
-        from airflow_provider_kafkaspark.core.jobspec import JobSpec
+        from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
         from airflow_provider_kafkaspark.lifecycle import run_backfill, with_connection

@@ -1,7 +1,7 @@
 """`KafkaPartitionReconcileOperator`: compare a checkpoint's offsets with what Kafka has now.
 
 Run it on a schedule or before a (re)start: new partitions, deleted topics and offsets aged
-out of retention are findings (`core.reconcile`). The task fails at `fail_on` severity, is
+out of retention are findings (`core.kafka.reconcile`). The task fails at `fail_on` severity, is
 skipped at `soft_fail_on`, and returns the plan as XCom either way it completes.
 
 Only Airflow and the pure core are imported here; the Kafka modules load inside `execute`.
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_provider_kafkaspark.core.args import positive_number
-from airflow_provider_kafkaspark.core.reconcile import ReconcilePolicy, Severity
+from airflow_provider_kafkaspark.core.kafka.reconcile import ReconcilePolicy, Severity
+from airflow_provider_kafkaspark.core.spec.args import positive_number
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.reconcile import ReconcilePlan
+    from airflow_provider_kafkaspark.core.kafka.reconcile import ReconcilePlan
 
 LAG_XCOM_KEY = "lag"
 # Findings named in a failure or skip message; the rest are counted.
@@ -99,10 +99,10 @@ class KafkaPartitionReconcileOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
-        from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-        from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-        from airflow_provider_kafkaspark.core.observe import kafka_view
-        from airflow_provider_kafkaspark.core.reconcile import build_reconcile_plan
+        from airflow_provider_kafkaspark.core.health.observe import kafka_view
+        from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+        from airflow_provider_kafkaspark.core.kafka.reconcile import build_reconcile_plan
+        from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         with airflow_errors(self.task_id):

@@ -11,11 +11,11 @@ from airflow.configuration import conf
 from airflow.sdk import Asset, AssetAlias, BaseOperator, Context
 
 from airflow_provider_kafkaspark.assets import savepoint_asset, savepoints_alias
-from airflow_provider_kafkaspark.core.jobspec import valid_job_name
+from airflow_provider_kafkaspark.core.spec.jobspec import valid_job_name
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.control import StoppedReport
-    from airflow_provider_kafkaspark.core.job_ref import JobRef
+    from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
+    from airflow_provider_kafkaspark.core.control.reports import StoppedReport
 
 __all__ = ["StopStreamingJobOperator", "savepoint_asset"]
 
@@ -119,7 +119,7 @@ class StopStreamingJobOperator(BaseOperator):
         return KafkaSparkHook(aws_conn_id=self.aws_conn_id).storage()
 
     def _stop(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_kafkaspark.core.job_ref import job_ref_to_dict
+        from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_to_dict
         from airflow_provider_kafkaspark.lifecycle import (
             NotRunning,
             begin_stop,
@@ -180,7 +180,7 @@ class StopStreamingJobOperator(BaseOperator):
         from airflow.sdk.exceptions import AirflowFailException
 
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
-        from airflow_provider_kafkaspark.core.control import ControlFolder
+        from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 
         state = event.get("state")
         with airflow_errors(self.task_id), self._storage():
@@ -199,8 +199,11 @@ class StopStreamingJobOperator(BaseOperator):
         checkpoint or job name not given is the reference's."""
         import socket
 
-        from airflow_provider_kafkaspark.core.job_ref import check_ref_names, ref_from_handle
-        from airflow_provider_kafkaspark.core.xcom_values import parse_mapping
+        from airflow_provider_kafkaspark.core.cluster.job_ref import (
+            check_ref_names,
+            ref_from_handle,
+        )
+        from airflow_provider_kafkaspark.core.spec.xcom_values import parse_mapping
         from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 
         where = f"{self.task_id}: handle"
@@ -236,7 +239,7 @@ class StopStreamingJobOperator(BaseOperator):
         return f"{base}:{run_id}" if run_id else base
 
     def _check_job_name(self) -> None:
-        from airflow_provider_kafkaspark.core.jobspec import valid_job_name
+        from airflow_provider_kafkaspark.core.spec.jobspec import valid_job_name
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
 
         if not valid_job_name(self.job_name):

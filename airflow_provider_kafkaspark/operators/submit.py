@@ -9,7 +9,7 @@ from airflow.sdk import BaseOperator, Context
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
 
@@ -140,12 +140,12 @@ class SubmitStreamingJobOperator(BaseOperator):
 
     def _submit(self, hook: KafkaSparkHook) -> dict[str, Any]:
         from airflow_provider_kafkaspark.backends.base import SubmitOptions
-        from airflow_provider_kafkaspark.core.job_code import (
+        from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+        from airflow_provider_kafkaspark.core.spec.job_code import (
             check_code_visible,
             resolve_python_path,
         )
-        from airflow_provider_kafkaspark.core.jobspec import JobSpec
-        from airflow_provider_kafkaspark.core.restart import RestartPolicy
+        from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
         from airflow_provider_kafkaspark.lifecycle import with_connection
         from airflow_provider_kafkaspark.submit_flow import (

@@ -1,7 +1,7 @@
 """`KafkaBootstrapHealthSensor`: are the connection's bootstrap servers alive and members?
 
 Each server of the connection's `bootstrap.servers` is probed on its own
-(`core.bootstrap_probe`): a dead or decommissioned entry makes every client's metadata fetch
+(`core.kafka.bootstrap_probe`): a dead or decommissioned entry makes every client's metadata fetch
 wait for a timeout (docs/design.md, "Dead bootstrap entries"), so a DAG can check the list
 before a submit.
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
-from airflow_provider_kafkaspark.core.args import positive_number
+from airflow_provider_kafkaspark.core.spec.args import positive_number
 
 _COLUMNS = ("server", "status", "broker_id", "elapsed_ms", "reason")
 
@@ -50,7 +50,7 @@ class KafkaBootstrapHealthSensor(BaseSensorOperator):
     def poke(self, context: Context) -> PokeReturnValue:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.commands.output import table
-        from airflow_provider_kafkaspark.core.bootstrap_probe import probe_bootstrap
+        from airflow_provider_kafkaspark.core.kafka.bootstrap_probe import probe_bootstrap
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         with airflow_errors(self.task_id):

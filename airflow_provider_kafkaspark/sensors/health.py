@@ -6,7 +6,7 @@ job whose topic is quiet, idle: a live driver of this run holds the lease and th
 is at the end of every partition (lag 0), since Spark runs no batch without input. It fails
 fast when the driver is gone (stopped report, with the reason of a bad job and the driver
 log's path; lease released or expired; the local supervisor's restart budget spent) or the
-health status is one of `fail_on`. The decision is `core.health_watch.HealthWatch`; this
+health status is one of `fail_on`. The decision is `core.health.watch.HealthWatch`; this
 class only reads the connection and the context and hands results to XCom.
 
 Poke mode keeps the observations on the sensor instance, so `reschedule` mode (which builds a
@@ -25,18 +25,18 @@ from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
 
-from airflow_provider_kafkaspark.core.health import HealthPolicy
-from airflow_provider_kafkaspark.core.health_settings import HealthSettings
-from airflow_provider_kafkaspark.core.health_watch import (
+from airflow_provider_kafkaspark.core.health.rules import HealthPolicy
+from airflow_provider_kafkaspark.core.health.settings import HealthSettings
+from airflow_provider_kafkaspark.core.health.watch import (
     DEFAULT_STARTUP_GRACE_MS,
     HealthWatch,
     WatchDecision,
 )
-from airflow_provider_kafkaspark.core.xcom_values import parse_batch_id
+from airflow_provider_kafkaspark.core.spec.xcom_values import parse_batch_id
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
 # The task-level timeout of a deferral, beyond the trigger's own `timeout_s`: the trigger
@@ -145,7 +145,7 @@ class StreamingHealthSensor(BaseSensorOperator):
     def apply_handle(self) -> None:
         """Take the checkpoint and since_batch from `handle` where not given (after
         rendering); a handle without a checkpoint fails the task naming it."""
-        from airflow_provider_kafkaspark.core.xcom_values import parse_mapping
+        from airflow_provider_kafkaspark.core.spec.xcom_values import parse_mapping
 
         where = f"{self.task_id}.handle"
         try:
@@ -178,7 +178,7 @@ class StreamingHealthSensor(BaseSensorOperator):
     def execute(self, context: Context) -> Any:
         self.apply_handle()
         if self.deferrable:
-            from airflow_provider_kafkaspark.core.control import now_ms
+            from airflow_provider_kafkaspark.core.control.lease import now_ms
             from airflow_provider_kafkaspark.triggers.health import StreamingHealthTrigger
 
             since_batch, since_ms = self.resolved_since()
@@ -205,7 +205,7 @@ class StreamingHealthSensor(BaseSensorOperator):
 
     def poke(self, context: Context) -> PokeReturnValue:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
-        from airflow_provider_kafkaspark.core.control import now_ms
+        from airflow_provider_kafkaspark.core.control.lease import now_ms
         from airflow_provider_kafkaspark.errors import KafkaUnavailableError
         from airflow_provider_kafkaspark.triggers.health import read_watch_inputs
 
@@ -261,7 +261,7 @@ class StreamingHealthSensor(BaseSensorOperator):
 
     def _kafka_facade(self) -> KafkaFacade:
         if self._kafka is None:
-            from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+            from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
             from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
             self._kafka = KafkaFacade(

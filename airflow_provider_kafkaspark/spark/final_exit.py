@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 # The runner's logger: these lines are the runner's, in the driver log, as before the split.
 log = logging.getLogger("kafkaspark.runner")
@@ -63,7 +63,7 @@ def resource_manager_url(conf: Mapping[str, str | None]) -> str | None:
 def yarn_application(spark: SparkSession, spec: JobSpec) -> YarnJobRef | None:
     """This driver's YARN application as a job reference, or None (logged) when its Hadoop
     settings name no ResourceManager."""
-    from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
+    from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef
 
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     url = resource_manager_url({key: hadoop.get(key) for key in RM_CONF_KEYS})
@@ -87,7 +87,7 @@ def yarn_application(spark: SparkSession, spec: JobSpec) -> YarnJobRef | None:
 def end_application(ref: YarnJobRef, code: int) -> None:
     """Kill the driver's own application through the ResourceManager, so that no other attempt
     repeats a final exit. An RM out of reach leaves it to YARN's attempts, as before."""
-    from airflow_provider_kafkaspark.backends import yarn_rest
+    from airflow_provider_kafkaspark.core.cluster import yarn_rest
     from airflow_provider_kafkaspark.errors import KafkaSparkError
 
     why = f"kafkaspark: exit {code} ({'bad job' if code == EXIT_BAD_SPEC else 'standby expired'})"

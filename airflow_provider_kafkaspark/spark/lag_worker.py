@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
-from airflow_provider_kafkaspark.core.offsets import TopicOffsets
+from airflow_provider_kafkaspark.core.kafka.offsets import TopicOffsets
 from airflow_provider_kafkaspark.errors import KafkaSparkError
 
 log = logging.getLogger("kafkaspark.progress")
@@ -33,7 +33,7 @@ class LagCommitError(KafkaSparkError):
 
 def _serve(conn: Connection, config: dict[str, Any], timeout_s: float) -> None:
     """The child: one KafkaFacade, one commit per request, the error text as the answer."""
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 
     with KafkaFacade(config, timeout_s=timeout_s) as kafka:
         while True:

@@ -13,7 +13,7 @@ starts, so a second driver on the same checkpoint never touches it.
 
 Stop: a stop request file in the control folder (or SIGTERM) makes the driver wait until no
 batch is in flight, stop the query, write `stopped.json` and return 0. A request
-`at_batch_boundary` stops once the batch in flight has committed instead (`core/drain`): a
+`at_batch_boundary` stops once the batch in flight has committed instead (`core/control/drain`): a
 batch Spark planned as that one ended is cut short and stays in the checkpoint, and the next
 driver runs it again. A stop that cannot drain within the request's `drain_timeout_s`
 (SIGTERM: the options' value) interrupts the query, says so in `stopped.json` and returns
@@ -37,18 +37,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointPosition, CheckpointReader
-from airflow_provider_kafkaspark.core.control import (
-    ControlFolder,
-    Lease,
-    StoppedReport,
-    StopRequest,
-    now_ms,
-    takeover_step,
+from airflow_provider_kafkaspark.core.cluster.host_process import holder_gone
+from airflow_provider_kafkaspark.core.control.drain import (
+    FinishedTrigger,
+    may_stop_now,
+    stopped_cleanly,
 )
-from airflow_provider_kafkaspark.core.drain import FinishedTrigger, may_stop_now, stopped_cleanly
-from airflow_provider_kafkaspark.core.host_process import holder_gone
-from airflow_provider_kafkaspark.core.offsets import offsets_json
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms, takeover_step
+from airflow_provider_kafkaspark.core.control.reports import StoppedReport
+from airflow_provider_kafkaspark.core.control.requests import StopRequest
+from airflow_provider_kafkaspark.core.kafka.offsets import offsets_json
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointPosition, CheckpointReader
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError, LeaseHeldError
 from airflow_provider_kafkaspark.spark.progress import LagCommitter, ProgressListener
 from airflow_provider_kafkaspark.spark.query_stop import stop_query

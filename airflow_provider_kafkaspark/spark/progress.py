@@ -20,17 +20,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
-from airflow_provider_kafkaspark.core.control import (
-    BatchProgress,
-    ControlFolder,
-    ProgressFile,
-    now_ms,
-)
-from airflow_provider_kafkaspark.core.offsets import offsets_json, parse_kafka_offsets
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import now_ms
+from airflow_provider_kafkaspark.core.control.reports import BatchProgress, ProgressFile
+from airflow_provider_kafkaspark.core.kafka.offsets import offsets_json, parse_kafka_offsets
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.offsets import TopicOffsets
+    from airflow_provider_kafkaspark.core.kafka.offsets import TopicOffsets
 
 log = logging.getLogger("kafkaspark.progress")
 

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.core.job_code import check_topics_exist
-from airflow_provider_kafkaspark.core.jobspec import JobSpec, java_client_options
+from airflow_provider_kafkaspark.core.spec.job_code import check_topics_exist
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, java_client_options
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.spark.object_storage import spark_url
 
@@ -76,7 +76,7 @@ def add_python_path(spark: SparkSession, spec: JobSpec) -> None:
     job (InvalidInputError), named by its field."""
     from pyspark import SparkFiles
 
-    from airflow_provider_kafkaspark.core.job_code import is_local, locate_python_path
+    from airflow_provider_kafkaspark.core.spec.job_code import is_local, locate_python_path
 
     roots = [os.getcwd(), SparkFiles.getRootDirectory()]
     found = locate_python_path(spec.python_path, roots, os.path.exists)
@@ -126,7 +126,7 @@ def exactly_once_batch_writer(
     """A foreachBatch function that builds the sink on its first batch, when the checkpoint
     exists and names the query id that the sink's marker groups need. A bad input (the
     batch's schema, the sink's settings) goes to `on_bad_job` before it fails the query."""
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
     from airflow_provider_kafkaspark.spark.sink import ExactlyOnceKafkaSink
 
     sinks: dict[str, ExactlyOnceKafkaSink] = {}

@@ -31,7 +31,7 @@ if __package__ in (None, ""):
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.spark.final_exit import (
     EXIT_BAD_SPEC,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-    from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
+    from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef
 
 log = logging.getLogger("kafkaspark.runner")
 

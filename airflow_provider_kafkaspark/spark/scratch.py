@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from airflow_provider_kafkaspark.core.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 
 log = logging.getLogger("kafkaspark.scratch")
 

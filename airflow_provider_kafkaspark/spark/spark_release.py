@@ -1,12 +1,12 @@
 """Which Spark may run a job and continue its checkpoint: the one the job names, and never
-an older line than the newest that wrote the checkpoint (`core/spark_compat.py`).
+an older line than the newest that wrote the checkpoint (`core/state/spark_compat.py`).
 """
 
 from __future__ import annotations
 
 import sys
 
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 
@@ -28,12 +28,14 @@ def check_spark_release(spec: JobSpec) -> str:
 
 
 def check_checkpoint_release(checkpoint: str, own: str) -> None:
-    """Refuse a checkpoint a later Spark line wrote (`core/spark_compat.py`), else record this
+    """Refuse a checkpoint a later Spark line wrote (`core/state/spark_compat.py`), else record this
     driver's Spark as its newest writer when it is newer. A standby checks again once handed
     the checkpoint: the restore that hands it over may have brought a savepoint of a later
     Spark."""
-    from airflow_provider_kafkaspark.core.control import ControlFolder, WrittenBy, now_ms
-    from airflow_provider_kafkaspark.core.spark_compat import continue_refusal, newest
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+    from airflow_provider_kafkaspark.core.control.lease import now_ms
+    from airflow_provider_kafkaspark.core.control.reports import WrittenBy
+    from airflow_provider_kafkaspark.core.state.spark_compat import continue_refusal, newest
 
     control = ControlFolder(checkpoint)
     recorded = control.read_written_by()

@@ -8,7 +8,7 @@ last record of each input partition into Spark's `noop` sink, and starts as many
 workers as tasks can run at once, each importing what the exactly-once sink's tasks import.
 It touches neither the checkpoint nor the sink's topic (a transactional producer would fence
 the old driver's); it only says it is ready (`standby-ready.json` in the control folder). It
-then waits for the handover (`core/control.Handover`) that names its token, written by the
+then waits for the handover (`core/control/requests.Handover`) that names its token, written by the
 restore once the checkpoint is ready, and only then takes the lease as any driver does: the
 lease still allows one running query per checkpoint.
 
@@ -23,7 +23,9 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.core.control import ControlFolder, StandbyReady, now_ms
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import now_ms
+from airflow_provider_kafkaspark.core.control.reports import StandbyReady
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError
 from airflow_provider_kafkaspark.spark.query import add_python_path, load_transformation
 
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import DataFrame, SparkSession
 
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 log = logging.getLogger("kafkaspark.standby")
 
@@ -113,8 +115,12 @@ def _import_sink_modules(batches: Iterable[Any]) -> Iterator[Any]:
 def _last_records(spark: SparkSession, spec: JobSpec) -> DataFrame | None:
     """A batch read of the last record of each partition of the job's topics (None for a
     pattern subscription, whose topics the standby does not look up)."""
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.offsets import TopicPartition, format_kafka_offsets, nest
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.kafka.offsets import (
+        TopicPartition,
+        format_kafka_offsets,
+        nest,
+    )
     from airflow_provider_kafkaspark.spark.query import source_frame
 
     if spec.source.assign:

@@ -18,19 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_kafkaspark.core.health import Observation
-from airflow_provider_kafkaspark.core.health_settings import HealthSettings
-from airflow_provider_kafkaspark.core.health_watch import HealthWatch, WatchDecision
-from airflow_provider_kafkaspark.core.xcom_values import parse_batch_id
+from airflow_provider_kafkaspark.core.health.rules import Observation
+from airflow_provider_kafkaspark.core.health.settings import HealthSettings
+from airflow_provider_kafkaspark.core.health.watch import HealthWatch, WatchDecision
+from airflow_provider_kafkaspark.core.spec.xcom_values import parse_batch_id
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.control import (
-        Lease,
-        StoppedReport,
-        SubmittedMarker,
-        SupervisorState,
-    )
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.control.lease import Lease
+    from airflow_provider_kafkaspark.core.control.reports import StoppedReport, SupervisorState
+    from airflow_provider_kafkaspark.core.control.requests import SubmittedMarker
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 
 CLASSPATH = "airflow_provider_kafkaspark.triggers.health.StreamingHealthTrigger"
 
@@ -60,9 +57,9 @@ class WatchInputs:
 def read_watch_inputs(checkpoint: str, kafka: KafkaFacade) -> WatchInputs:
     """One poll's inputs (blocking). `observation` is None while the checkpoint does not
     exist yet; a malformed checkpoint or control file raises `InvalidInputError`."""
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-    from airflow_provider_kafkaspark.core.control import ControlFolder
-    from airflow_provider_kafkaspark.core.observe import health_observation
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+    from airflow_provider_kafkaspark.core.health.observe import health_observation
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 
     control = ControlFolder(checkpoint)
     lease = control.read_lease()
@@ -133,8 +130,8 @@ class StreamingHealthTrigger(BaseTrigger):
         return self.settings.watch(self.since_batch, self.since_ms, self.started_ms)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-        from airflow_provider_kafkaspark.core.storage import s3_options_scope
+        from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+        from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
         from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaUnavailableError
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 

@@ -66,7 +66,7 @@ class StreamingStopTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_provider_kafkaspark.core.storage import s3_options_scope
+        from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
         from airflow_provider_kafkaspark.errors import KafkaSparkError
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
@@ -86,7 +86,7 @@ class StreamingStopTrigger(BaseTrigger):
                 yield event
 
     async def _poll(self, deadline: float) -> AsyncIterator[TriggerEvent]:
-        from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict
+        from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_from_dict
         from airflow_provider_kafkaspark.errors import KafkaSparkError
         from airflow_provider_kafkaspark.lifecycle import NotRunning, check_stop
 

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-from airflow_provider_kafkaspark.core.private_file import write_private
+from airflow_provider_kafkaspark.core.storage.private_file import write_private
 
 log = logging.getLogger(__name__)
 

@@ -128,8 +128,8 @@ def airflow(
 def job_progress(checkpoint: str) -> str:
     """One line about the job: its latest committed batch, the records it has read, and
     whether a driver holds the lease."""
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
     from airflow_provider_kafkaspark.errors import KafkaSparkError
 
     try:
@@ -238,7 +238,7 @@ def _during_window(bootstrap: str, checkpoint: str, since_ms: int, done: list[st
     job is down (the restore's reconciliation then finds it, and the job reads it)."""
     from confluent_kafka.admin import AdminClient, NewPartitions
 
-    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 
     control = ControlFolder(checkpoint)
     deadline = time.monotonic() + 600
@@ -253,9 +253,9 @@ def _during_window(bootstrap: str, checkpoint: str, since_ms: int, done: list[st
 
 
 def _wait_caught_up(bootstrap: str, checkpoint: str, timeout_s: float = 600) -> None:
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
+    from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 
     with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:
         deadline = time.monotonic() + timeout_s
@@ -339,7 +339,7 @@ def run(
 @contextlib.contextmanager
 def _demo_s3(workdir: Path) -> Iterator[dict[str, str]]:
     """A local S3 server for the demo's state; yields the DAGs' extra settings."""
-    from airflow_provider_kafkaspark.core.storage import s3_options_scope
+    from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
     from kafkaspark_devstack.s3 import LocalS3Server
 
     _say("starting a local S3 server (SeaweedFS) for checkpoints and savepoints")
@@ -369,10 +369,10 @@ def _run(
 ) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-    from airflow_provider_kafkaspark.core.control import now_ms
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.core.control.lease import now_ms
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
     from airflow_provider_kafkaspark.examples.dag_settings import ExampleSettings
     from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job
     from airflow_provider_kafkaspark.versions import SPARK_VERSION

@@ -14,8 +14,8 @@ from typing import Any
 
 from airflow_provider_kafkaspark.backends.local import LocalBackend
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle, started_child
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 
 def submit_local(

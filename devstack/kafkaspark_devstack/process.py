@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from airflow_provider_kafkaspark.core.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 
 
 def proc_cmdline(pid: int) -> bytes:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.core.private_file import write_private
+from airflow_provider_kafkaspark.core.storage.private_file import write_private
 from airflow_provider_kafkaspark.errors import (
     LocalStackError,
     ObjectStoreStartError,

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.backends import yarn_rest
+from airflow_provider_kafkaspark.core.cluster import yarn_rest
 from airflow_provider_kafkaspark.errors import (
     ClusterUnavailableError,
     LocalStackError,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from airflow_provider_kafkaspark.core.private_file import write_private
+from airflow_provider_kafkaspark.core.storage.private_file import write_private
 
 # The RM's cap on application attempts: Spark's `spark.yarn.maxAppAttempts` is clamped to it,
 # so a job that asks for a few restarts gets them.

@@ -33,7 +33,7 @@ from reliability.model import Profile, ScenarioResult
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 
 NAME = "bad_input"
 TITLE = (
@@ -73,7 +73,7 @@ class Ctx:
 
     @property
     def store(self) -> SavepointStore:
-        from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+        from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 
         return SavepointStore(str(self.sp_root))
 
@@ -173,19 +173,19 @@ def case(area: str) -> Callable[[Callable[[Ctx], Trial]], Callable[[Ctx], Trial]
 
 
 def from_dict(raw: object) -> Callable[[], object]:
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
     return lambda: JobSpec.from_dict(raw)
 
 
 def position(ctx: Ctx) -> Callable[[], object]:
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 
     return lambda: CheckpointReader(str(ctx.cp)).position()
 
 
 def restore_into(ctx: Ctx, ref: str | None, mode: str = "checkpoint") -> Callable[[], object]:
-    from airflow_provider_kafkaspark.core.restore import restore
+    from airflow_provider_kafkaspark.core.state.restore import restore
 
     return lambda: restore(ctx.store, ref, str(ctx.root / "target"), mode)
 
@@ -303,7 +303,7 @@ def spec_lease_ttl_not_a_number(ctx: Ctx) -> Trial:
 
 @case("job_spec")
 def spec_file_not_json(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
     path = ctx.root / "broken.spec.json"
     path.write_text('{"job_name": "corpus",')
@@ -312,7 +312,7 @@ def spec_file_not_json(ctx: Ctx) -> Trial:
 
 @case("job_spec")
 def spec_file_missing(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
     return Trial(lambda: JobSpec.load(ctx.root / "absent.spec.json"), "absent.spec.json")
 
@@ -514,7 +514,7 @@ def sp_dispose_in_use(ctx: Ctx) -> Trial:
 
 @case("savepoint")
 def sp_root_without_filesystem(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 
     return Trial(lambda: SavepointStore("nosuchfs://bucket/savepoints"), "nosuchfs://")
 
@@ -687,7 +687,7 @@ def cp_commit_watermark_not_a_number(ctx: Ctx) -> Trial:
 
 @case("checkpoint")
 def cp_nothing_at_location(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 
     empty = ctx.root / "empty"
     empty.mkdir()
@@ -708,7 +708,7 @@ def cp_savepoint_file_missing(ctx: Ctx) -> Trial:
 
 @case("checkpoint")
 def cp_lease_not_json(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 
     ctx.control("lease.json").write_text("owner=me")
     return Trial(lambda: ControlFolder(str(ctx.cp)).read_lease(), "_kafkaspark/lease.json")
@@ -716,7 +716,7 @@ def cp_lease_not_json(ctx: Ctx) -> Trial:
 
 @case("checkpoint")
 def cp_progress_unknown_fields(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 
     ctx.control("progress.json").write_text('{"query_id": "q", "surprise": 1}')
     return Trial(lambda: ControlFolder(str(ctx.cp)).read_progress(), "surprise")
@@ -724,7 +724,7 @@ def cp_progress_unknown_fields(ctx: Ctx) -> Trial:
 
 @case("checkpoint")
 def cp_stopped_report_not_an_object(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.core.control import ControlFolder
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 
     ctx.control("stopped.json").write_text("[]")
     return Trial(lambda: ControlFolder(str(ctx.cp)).read_stopped(), "_kafkaspark/stopped.json")

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from reliability import stack
 from reliability.model import Profile, ScenarioResult
@@ -121,7 +121,7 @@ class CommitWatch(threading.Thread):
 def supervisor_state(checkpoint: Path) -> dict[str, Any]:
     """What the local supervisor last wrote: `attempt` counts runner starts (1 = none
     restarted), `gave_up` whether the restart budget ran out."""
-    from airflow_provider_kafkaspark.core.control import SUPERVISOR_FILE, ControlFolder
+    from airflow_provider_kafkaspark.core.control.folder import SUPERVISOR_FILE, ControlFolder
 
     location = ControlFolder(str(checkpoint)).location
     if not location.exists(SUPERVISOR_FILE):

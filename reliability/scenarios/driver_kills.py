@@ -90,7 +90,7 @@ class EventProducer(stack.PacedProducer):
 
 
 def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResult:
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
     from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
     from kafkaspark_devstack.kafka import LocalKafkaCluster
 

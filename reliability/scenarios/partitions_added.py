@@ -27,15 +27,15 @@ PRODUCE_CAP_S = 3_600.0
 
 
 def _committed_offsets(checkpoint: str) -> dict[int, int]:
-    from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 
     offsets = CheckpointReader(checkpoint).position().committed_offsets
     return {int(p): o for p, o in offsets.get(SOURCE, {}).items()}
 
 
 def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResult:
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.observe import end_offsets
+    from airflow_provider_kafkaspark.core.health.observe import end_offsets
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
     from airflow_provider_kafkaspark.lifecycle import restore_for_submit, savepoint_after_stop
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
     from kafkaspark_devstack.kafka import LocalKafkaCluster
@@ -136,8 +136,8 @@ def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResu
 
 
 def _new_partition_ends(bootstrap: str, partitions: tuple[int, ...]) -> int:
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-    from airflow_provider_kafkaspark.core.observe import end_offsets
+    from airflow_provider_kafkaspark.core.health.observe import end_offsets
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 
     with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:
         ends = end_offsets(kafka, [SOURCE]).get(SOURCE, {})

@@ -23,15 +23,15 @@ import time
 from pathlib import Path
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-from airflow_provider_kafkaspark.core.observe import kafka_view
-from airflow_provider_kafkaspark.core.reconcile import (
+from airflow_provider_kafkaspark.core.health.observe import kafka_view
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.kafka.reconcile import (
     FindingKind,
     ReconcilePlan,
     Severity,
     build_reconcile_plan,
 )
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.lifecycle import (
     RestoreRefusedError,
     restore_for_submit,

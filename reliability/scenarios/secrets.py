@@ -380,7 +380,7 @@ def provoked_failures(
 ) -> list[Provoked]:
     """Calls whose error messages could carry the password, each made the way a task or a
     DAG author makes it."""
-    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
     from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
     from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
     from airflow_provider_kafkaspark.sensors.bootstrap import KafkaBootstrapHealthSensor

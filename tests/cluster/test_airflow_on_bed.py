@@ -47,7 +47,7 @@ CHECKPOINT = f"s3://{BUCKET}/jobs/{JOB}/checkpoint"
 WHILE_STOPPED = """
 import json, sys, time
 from confluent_kafka.admin import AdminClient, NewPartitions
-from airflow_provider_kafkaspark.core.control import ControlFolder
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.examples.access_events import AccessEvent, produce_events
 bootstrap, topic, checkpoint, since_ms, rows = sys.argv[1:6]
 control = ControlFolder(checkpoint)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.backends import yarn_rest
-from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
+from airflow_provider_kafkaspark.core.cluster import yarn_rest
+from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef
 from airflow_provider_kafkaspark.errors import (
     ClusterUnavailableError,
     JobNotFoundError,

@@ -22,13 +22,14 @@ from typing import Any, cast
 import pytest
 from airflow.sdk import Context
 
-from airflow_provider_kafkaspark.backends import driver_status, yarn_rest
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder
-from airflow_provider_kafkaspark.core.job_ref import YarnJobRef, job_ref_from_dict
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
-from airflow_provider_kafkaspark.core.storage import s3_options_scope
+from airflow_provider_kafkaspark.backends import driver_status
+from airflow_provider_kafkaspark.core.cluster import yarn_rest
+from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef, job_ref_from_dict
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
 from airflow_provider_kafkaspark.examples.access_events import (
     AccessEvent,
     generate_events,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease
 from airflow_provider_kafkaspark.errors import LeaseHeldError
 
 

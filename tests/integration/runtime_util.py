@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle, start_local_job
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from kafkaspark_devstack.drivers import read_log
 
 

@@ -20,8 +20,8 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
-from airflow_provider_kafkaspark.core.savepoint import SavepointStore
-from airflow_provider_kafkaspark.core.storage import s3_options_scope
+from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
+from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
@@ -199,7 +199,7 @@ def test_the_connection_applies_only_inside_its_scope(
 ) -> None:
     """Two scopes with different credentials in one process (as two triggers of one
     triggerer): each sees only its own."""
-    from airflow_provider_kafkaspark.core.storage import open_location
+    from airflow_provider_kafkaspark.core.storage.location import open_location
 
     url = f"s3://{S3_BUCKET}/{tmp_path.name}/scoped"
     good = s3_server.storage_options()

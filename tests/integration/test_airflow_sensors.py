@@ -22,9 +22,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, request_stop
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
 from airflow_provider_kafkaspark.sensors.bootstrap import KafkaBootstrapHealthSensor
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor

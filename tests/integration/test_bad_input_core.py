@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease
-from airflow_provider_kafkaspark.core.restore import restore
-from airflow_provider_kafkaspark.core.savepoint import RetentionPolicy, SavepointStore
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.state.restore import restore
+from airflow_provider_kafkaspark.core.state.savepoint import RetentionPolicy, SavepointStore
 from airflow_provider_kafkaspark.errors import (
     CheckpointError,
     ControlFileError,
@@ -50,7 +51,7 @@ class Ctx:
 
     def rewrite_manifest(self, change: Callable[[dict[str, object]], None]) -> None:
         """Tamper with a manifest *and* re-seal it, so only the content check can catch it."""
-        from airflow_provider_kafkaspark.core.savepoint import _manifest_digest
+        from airflow_provider_kafkaspark.core.state.savepoint import _manifest_digest
 
         path = self.sp_dir / "manifest.json"
         raw = json.loads(path.read_text())

@@ -6,7 +6,7 @@ import socket
 import time
 from pathlib import Path
 
-from airflow_provider_kafkaspark.core.bootstrap_probe import ProbeStatus, probe_bootstrap
+from airflow_provider_kafkaspark.core.kafka.bootstrap_probe import ProbeStatus, probe_bootstrap
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 
 

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease
-from airflow_provider_kafkaspark.core.restore import RestoreMode, restore
-from airflow_provider_kafkaspark.core.savepoint import (
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.state.restore import RestoreMode, restore
+from airflow_provider_kafkaspark.core.state.savepoint import (
     COMPLETE_FILE,
     RetentionPolicy,
     SavepointStore,

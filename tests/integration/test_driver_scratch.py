@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from airflow_provider_kafkaspark.core.control import request_stop
+from airflow_provider_kafkaspark.core.control.folder import request_stop
 from kafkaspark_devstack.drivers import kill_driver, read_log, wait_exit
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered

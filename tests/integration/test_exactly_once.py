@@ -9,10 +9,10 @@ from collections import Counter
 from pathlib import Path
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, request_stop
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
+from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.examples.access_events import (
     AccessEvent,
     generate_events,

@@ -12,9 +12,9 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from airflow_provider_kafkaspark.core.kafka_admin import BrokerAddress, KafkaFacade
-from airflow_provider_kafkaspark.core.kafka_client import client_config
-from airflow_provider_kafkaspark.core.offsets import TopicPartition, Watermarks
+from airflow_provider_kafkaspark.core.kafka.admin import BrokerAddress, KafkaFacade
+from airflow_provider_kafkaspark.core.kafka.client import client_config
+from airflow_provider_kafkaspark.core.kafka.offsets import TopicPartition, Watermarks
 from airflow_provider_kafkaspark.errors import (
     ConsumerGroupActiveError,
     KafkaUnavailableError,

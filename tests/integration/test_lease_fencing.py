@@ -14,8 +14,9 @@ from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, request_stop
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
+from airflow_provider_kafkaspark.core.control.lease import Lease
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from kafkaspark_devstack.drivers import read_log, wait_exit
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered

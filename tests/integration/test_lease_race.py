@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.core.conditional_files import COMPARE_AND_SET
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, now_ms
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
+from airflow_provider_kafkaspark.core.storage.conditional_files import COMPARE_AND_SET
 from airflow_provider_kafkaspark.errors import LeaseHeldError
 
 ROUNDS = 50

@@ -112,7 +112,7 @@ fs = s3fs.S3FileSystem(skip_instance_cache=True)
 fs.pipe_file(sys.argv[1] + "/by-variables", b"v")
 for key in [k for k in os.environ if k.startswith("AWS_")]:
     del os.environ[key]
-from airflow_provider_kafkaspark.core.storage import open_location
+from airflow_provider_kafkaspark.core.storage.location import open_location
 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 with KafkaSparkHook(aws_conn_id="printed_s3").storage():
     where = open_location(sys.argv[1])

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from airflow_provider_kafkaspark.backends.local_driver import start_local_job
-from airflow_provider_kafkaspark.core.control import ControlFolder
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.spark.jars import s3a_jars, spark_connector_jars
 from airflow_provider_kafkaspark.spark.local_session import check_pyspark_version
 from airflow_provider_kafkaspark.versions import spark_line

@@ -10,10 +10,14 @@ from typing import TYPE_CHECKING
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-from airflow_provider_kafkaspark.core.observe import health_observation, kafka_view
-from airflow_provider_kafkaspark.core.reconcile import FindingKind, Severity, build_reconcile_plan
+from airflow_provider_kafkaspark.core.health.observe import health_observation, kafka_view
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.kafka.reconcile import (
+    FindingKind,
+    Severity,
+    build_reconcile_plan,
+)
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.spark_checkpoints import run_stateless

@@ -2,16 +2,16 @@
 writes windows, then the savepoint restored over that run's checkpoint (as the restart
 window's rollback does). The batches after the savepoint are planned again under their old
 ids with other offsets; the restored copy runs as a new query, so they are written again
-rather than taken for written (`core/restore.ran_past_savepoint`)."""
+rather than taken for written (`core/state/restore.ran_past_savepoint`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from airflow_provider_kafkaspark import lifecycle
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.examples.access_events import (
     AccessEvent,
     generate_events,

@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 import airflow_provider_kafkaspark
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, request_stop
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.spark.jars import find_java
 from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
 from kafkaspark_devstack.drivers import read_log, signal_driver, wait_exit
@@ -221,7 +221,7 @@ def test_deferrable_stop_operator_on_a_real_driver(
 
     from airflow.sdk.exceptions import TaskDeferred
 
-    from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
     from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 
     bootstrap = kafka_cluster.bootstrap_servers

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest, now_ms
-from airflow_provider_kafkaspark.core.restore import move_aside, restore
-from airflow_provider_kafkaspark.core.savepoint import COMPLETE_FILE, SavepointStore
-from airflow_provider_kafkaspark.core.storage import open_location
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import now_ms
+from airflow_provider_kafkaspark.core.control.requests import StopRequest
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.core.state.restore import move_aside, restore
+from airflow_provider_kafkaspark.core.state.savepoint import COMPLETE_FILE, SavepointStore
+from airflow_provider_kafkaspark.core.storage.location import open_location
 from airflow_provider_kafkaspark.errors import SavepointError
 from tests.integration.spark_checkpoints import MadeCheckpoint
 
@@ -102,7 +104,9 @@ def test_control_files_on_s3(s3_url: str) -> None:
 
 WRITE_STOP_REQUEST = """
 import sys
-from airflow_provider_kafkaspark.core.control import ControlFolder, StopRequest, now_ms
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.requests import StopRequest
+from airflow_provider_kafkaspark.core.control.lease import now_ms
 ControlFolder(sys.argv[1]).request_stop(StopRequest(now_ms(), "another host", "window"))
 """
 

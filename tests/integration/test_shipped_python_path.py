@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
-from airflow_provider_kafkaspark.core.job_code import check_code_visible, resolve_python_path
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.spec.job_code import check_code_visible, resolve_python_path
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from kafkaspark_devstack.drivers import kill_driver, submit_local
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered

@@ -13,9 +13,9 @@ import pyspark
 import pytest
 
 from airflow_provider_kafkaspark import lifecycle
-from airflow_provider_kafkaspark.core.control import ControlFolder
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import SavepointError
 from airflow_provider_kafkaspark.examples.access_events import (
     AccessEvent,

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_kafkaspark.backends.local_driver import start_local_job
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.core.control import request_stop
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-from airflow_provider_kafkaspark.core.observe import caught_up, end_offsets
+from airflow_provider_kafkaspark.core.control.folder import request_stop
+from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.examples.access_events import (
     AccessEvent,
     generate_events,

@@ -16,9 +16,9 @@ import pyspark
 import pytest
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
-from airflow_provider_kafkaspark.core.control import ControlFolder
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import LeaseHeldError
 from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job
 from kafkaspark_devstack.drivers import submit_local, wait_exit
@@ -143,9 +143,9 @@ def advanced(checkpoint: str, before: int) -> bool:
 def test_a_bad_job_ends_for_good_and_says_why(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path, fault: str
 ) -> None:
-    from airflow_provider_kafkaspark.core.control import now_ms
-    from airflow_provider_kafkaspark.core.health_watch import HealthWatch
-    from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
+    from airflow_provider_kafkaspark.core.control.lease import now_ms
+    from airflow_provider_kafkaspark.core.health.watch import HealthWatch
+    from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
     from airflow_provider_kafkaspark.triggers.health import read_watch_inputs
 
     bootstrap = kafka_cluster.bootstrap_servers

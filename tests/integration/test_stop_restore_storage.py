@@ -11,9 +11,9 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from airflow_provider_kafkaspark import lifecycle
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.kafka_admin import KafkaFacade
-from airflow_provider_kafkaspark.core.storage import open_location
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.storage.location import open_location
 from airflow_provider_kafkaspark.examples.access_events import (
     AccessEvent,
     generate_events,

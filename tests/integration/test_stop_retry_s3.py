@@ -23,7 +23,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
-from airflow_provider_kafkaspark.core.savepoint import SavepointStore
+from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator

@@ -9,8 +9,8 @@ from typing import cast
 import pytest
 from airflow.sdk import Context
 
-from airflow_provider_kafkaspark.core.control import Lease
-from airflow_provider_kafkaspark.core.health import Observation
+from airflow_provider_kafkaspark.core.control.lease import Lease
+from airflow_provider_kafkaspark.core.health.rules import Observation
 
 T0 = 1_700_000_000_000
 SECRET = "s3cret-sasl-password"

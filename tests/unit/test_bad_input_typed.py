@@ -13,7 +13,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_kafkaspark.backends.local_driver import driver_environment
-from airflow_provider_kafkaspark.core.jobspec import (
+from airflow_provider_kafkaspark.core.spec.jobspec import (
     JobSpec,
     JobSpecError,
     java_client_options,

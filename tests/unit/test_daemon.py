@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.core.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from kafkaspark_devstack.daemon import spawn, stop_group, wait_ready
 
 

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from airflow_provider_kafkaspark.backends.base import SubmitOptions, Submitted
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease
-from airflow_provider_kafkaspark.core.job_ref import LocalJobRef, job_ref_to_dict
-from airflow_provider_kafkaspark.core.jobspec import JobSpec, JobSpecError
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef, job_ref_to_dict
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, JobSpecError
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
 from airflow_provider_kafkaspark.handover import hand_over, submit_standby
 

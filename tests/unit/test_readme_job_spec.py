@@ -1,5 +1,5 @@
 """The README's job spec example is a valid spec, and the README names every field a person
-may set, so neither drifts from core/jobspec.py."""
+may set, so neither drifts from core/spec/jobspec.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
-from airflow_provider_kafkaspark.core.jobspec import JobSpec, KafkaSourceSpec, SinkSpec
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, KafkaSourceSpec, SinkSpec
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 MARKER = "<!-- job-spec-example -->"

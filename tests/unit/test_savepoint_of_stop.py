@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from airflow_provider_kafkaspark.core.checkpoint import CheckpointPosition
-from airflow_provider_kafkaspark.core.control import Lease, StoppedReport, SubmittedMarker
-from airflow_provider_kafkaspark.core.savepoint import (
+from airflow_provider_kafkaspark.core.control.lease import Lease
+from airflow_provider_kafkaspark.core.control.reports import StoppedReport
+from airflow_provider_kafkaspark.core.control.requests import SubmittedMarker
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointPosition
+from airflow_provider_kafkaspark.core.state.savepoint import (
     SavepointManifest,
     StopRecord,
     belongs_to_stop,

@@ -9,23 +9,22 @@ import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_provider_kafkaspark.airflow_errors import airflow_errors
-from airflow_provider_kafkaspark.core.control import (
-    ControlFolder,
-    Lease,
-    StoppedReport,
+from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef, job_ref_to_dict
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
+from airflow_provider_kafkaspark.core.control.reports import StoppedReport
+from airflow_provider_kafkaspark.core.control.requests import (
     SubmittedMarker,
     ended_before_running,
-    now_ms,
     start_pending,
     stop_wait_s,
 )
-from airflow_provider_kafkaspark.core.job_code import (
+from airflow_provider_kafkaspark.core.spec.job_code import (
     check_code_visible,
     driver_python_path,
     resolve_python_path,
 )
-from airflow_provider_kafkaspark.core.job_ref import YarnJobRef, job_ref_to_dict
-from airflow_provider_kafkaspark.core.jobspec import JobSpec, JobSpecError
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, JobSpecError
 from airflow_provider_kafkaspark.errors import (
     InvalidInputError,
     KafkaAccessError,

@@ -12,7 +12,7 @@ of two kinds, both `KafkaRequestError`s that name the task and the step that fai
 - `FatalProducerError`: anything else (a refused authorization, a bad setting, ...), which
   another try would most likely meet again.
 
-Which error is which is `core/kafka_client`'s classification (`fenced_or_retriable`, and
+Which error is which is `core/kafka/client`'s classification (`fenced_or_retriable`, and
 `retry_worthy` for another try of the same call), shared with the rest of the package.
 
 confluent_kafka is imported inside functions only: executors import it themselves.
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow_provider_kafkaspark.core.kafka_client import (
+from airflow_provider_kafkaspark.core.kafka.client import (
     fenced_or_retriable,
     kafka_error,
     retry_worthy,

@@ -78,7 +78,7 @@ with DAG(
     @task
     def kill_the_driver_once_it_runs(checkpoint: str) -> int:
         """SIGKILL the driver (the lease holder's process), as a crash of its host would."""
-        from airflow_provider_kafkaspark.core.control import ControlFolder
+        from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 
         control = ControlFolder(checkpoint)
         deadline = time.monotonic() + 240

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
-from airflow_provider_kafkaspark.core.job_ref import (
+from airflow_provider_kafkaspark.core.cluster.job_ref import (
     LocalJobRef,
     StandaloneJobRef,
     YarnJobRef,

@@ -16,9 +16,9 @@ import pytest
 from airflow_provider_kafkaspark.backends.base import SubmitOptions
 from airflow_provider_kafkaspark.backends.package_archive import package_zip
 from airflow_provider_kafkaspark.backends.yarn import YarnBackend, restart_conf
-from airflow_provider_kafkaspark.core.job_ref import YarnJobRef
-from airflow_provider_kafkaspark.core.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef
+from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import (
     ClusterUnavailableError,
     InvalidArgumentError,
@@ -160,7 +160,7 @@ def test_the_package_zip_is_importable(tmp_path: Path) -> None:
     archive = package_zip(tmp_path)
     names = zipfile.ZipFile(archive).namelist()
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    probe = "import airflow_provider_kafkaspark.core.jobspec as m; print(m.__file__)"
+    probe = "import airflow_provider_kafkaspark.core.spec.jobspec as m; print(m.__file__)"
     done = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(archive)!r}); {probe}"],
         capture_output=True,
@@ -172,7 +172,7 @@ def test_the_package_zip_is_importable(tmp_path: Path) -> None:
 
 
 def test_a_reference_of_another_backend_is_refused() -> None:
-    from airflow_provider_kafkaspark.core.job_ref import LocalJobRef
+    from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 
     local = LocalJobRef("j", "/cp", "h", 5, "", "local[2]")
     with pytest.raises(InvalidArgumentError, match="local backend, this is the yarn"):

@@ -11,7 +11,7 @@ import pytest
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from botocore.credentials import ReadOnlyCredentials  # type: ignore[import-untyped]
 
-from airflow_provider_kafkaspark.core.storage import open_location, s3_options_scope
+from airflow_provider_kafkaspark.core.storage.location import open_location, s3_options_scope
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook, aws_storage
 

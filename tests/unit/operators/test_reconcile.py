@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_kafkaspark.core.reconcile import Severity
+from airflow_provider_kafkaspark.core.kafka.reconcile import Severity
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
 

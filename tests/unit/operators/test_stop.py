@@ -9,7 +9,8 @@ import pytest
 from airflow.sdk import Asset, AssetAlias, Context
 from airflow.sdk.execution_time.context import OutletEventAccessors
 
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator, savepoint_asset
 from airflow_provider_kafkaspark.triggers.stop import StreamingStopTrigger
 

@@ -17,7 +17,7 @@ from airflow.sdk.exceptions import (
     TaskDeferred,
 )
 
-from airflow_provider_kafkaspark.core.health import HealthReport, HealthStatus
+from airflow_provider_kafkaspark.core.health.rules import HealthReport, HealthStatus
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
 from airflow_provider_kafkaspark.triggers import health as trigger_module

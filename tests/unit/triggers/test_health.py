@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from airflow.triggers.base import TriggerEvent
 
-from airflow_provider_kafkaspark.core.health import HealthPolicy, HealthStatus
+from airflow_provider_kafkaspark.core.health.rules import HealthPolicy, HealthStatus
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.triggers import health as trigger_module
 from airflow_provider_kafkaspark.triggers.health import (

@@ -6,7 +6,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.core.control import ControlFolder, Lease, StoppedReport, now_ms
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
+from airflow_provider_kafkaspark.core.control.reports import StoppedReport
 from airflow_provider_kafkaspark.triggers.stop import StreamingStopTrigger
 
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 from confluent_kafka import KafkaError
 
-from airflow_provider_kafkaspark.core.kafka_client import fenced_or_retriable, retry_worthy
+from airflow_provider_kafkaspark.core.kafka.client import fenced_or_retriable, retry_worthy
 from airflow_provider_kafkaspark.spark.sink.producer import (
     ProducerLog,
 )

@@ -1,0 +1,2 @@
+"""Where a driver runs: its job reference, its host process, its restart budget, and a YARN
+ResourceManager's REST API."""

@@ -1,0 +1,104 @@
+"""What is written to a driver (a stop request, a submitted marker, a handover), and the
+pure rules a stopper decides from: is a submitted driver still starting, how long to wait."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_kafkaspark.core.control.lease import Lease
+from airflow_provider_kafkaspark.core.control.reports import StoppedReport
+
+
+@dataclass(frozen=True)
+class StopRequest:
+    requested_at_ms: int
+    requested_by: str
+    reason: str = "requested"
+    drain_timeout_s: float = 120.0
+    # Stop once the batch in flight has committed, cutting short one Spark already planned
+    # (`core/control/drain`): for a stop whose savepoint is restored in `checkpoint` mode.
+    at_batch_boundary: bool = False
+
+
+@dataclass(frozen=True)
+class Handover:
+    """Written by a restore once the checkpoint is ready for the standby driver whose
+    `token` it names (see `handover.py`): that driver takes the lease and starts its query."""
+
+    token: str
+    handed_over_at_ms: int
+    handed_over_by: str
+
+
+@dataclass(frozen=True)
+class SubmittedMarker:
+    """Left by a submit before the driver starts. A driver takes the lease only once Spark is
+    up (tens of seconds); a stop issued in between sees this and waits for the driver instead
+    of finding nothing to stop. `log_file` is where the driver writes, for error messages."""
+
+    submitted_at_ms: int
+    job_name: str
+    submitted_by: str
+    host: str
+    pid: int | None = None  # the local launcher's process on `host`; None for cluster submits
+    log_file: str | None = None
+    startup_timeout_ms: int = 300_000
+    # The submitted driver's job reference (`job_ref_to_dict`): a stop given only the
+    # checkpoint asks its backend whether the driver lives, e.g. while YARN restarts it.
+    job_ref: dict[str, Any] | None = None
+
+
+def start_pending(
+    marker: SubmittedMarker | None,
+    lease: Lease | None,
+    stopped: StoppedReport | None,
+    at_ms: int,
+    launcher_gone: bool = False,
+) -> bool:
+    """True while a submitted driver may still be starting: a marker younger than its startup
+    bound, no lease taken and no stopped report written since, and its launcher (when it ran
+    on this host) still running."""
+    if marker is None or launcher_gone:
+        return False
+    if at_ms - marker.submitted_at_ms > marker.startup_timeout_ms:
+        return False
+    if lease is not None and lease.started_at_ms >= marker.submitted_at_ms:
+        return False
+    return not (stopped is not None and stopped.stopped_at_ms >= marker.submitted_at_ms)
+
+
+def ended_before_running(lease: Lease | None, requested_at_ms: int) -> bool:
+    """Whether no driver held a live lease when a stop was requested, nor took one since:
+    the driver the stop waited for (one its backend still listed while it was exiting) never
+    ran after the request, so nothing was stopped. A holder live at the request that is gone
+    without a report crashed: not this case."""
+    if lease is None:
+        return True
+    return lease.started_at_ms < requested_at_ms and not lease.is_fresh(requested_at_ms)
+
+
+def stop_wait_s(
+    base_wait_s: float,
+    *,
+    lease_live: bool,
+    backend_alive: bool,
+    marker: SubmittedMarker | None,
+    starting: bool,
+    at_ms: int,
+) -> float | None:
+    """How long a stopper waits for the stopped report, or None when nothing runs or starts.
+
+    `base_wait_s` covers a running driver's drain and exit. A driver its backend reports
+    alive without a lease is starting again (YARN's next attempt, a local restart) and gets
+    the marker's startup bound on top; so does one still starting after its submit, for
+    what remains of that bound."""
+    if lease_live:
+        return base_wait_s
+    if backend_alive:
+        bound_ms = marker.startup_timeout_ms if marker is not None else 300_000
+        return base_wait_s + bound_ms / 1000
+    if starting and marker is not None:
+        remaining_ms = marker.submitted_at_ms + marker.startup_timeout_ms - at_ms
+        return base_wait_s + max(0.0, remaining_ms / 1000)
+    return None

@@ -1,0 +1,1 @@
+"""Health of a running query: observe, then decide by pure rules."""

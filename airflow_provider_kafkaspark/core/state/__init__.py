@@ -1,0 +1,2 @@
+"""The checkpoint and what is made of it: reading it, savepoints, restores, and which Spark may
+continue it."""

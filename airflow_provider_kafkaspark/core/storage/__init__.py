@@ -1,0 +1,1 @@
+"""Locations over fsspec, the conditional writes of the lease, and private local files."""

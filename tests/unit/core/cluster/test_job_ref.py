@@ -1,0 +1,79 @@
+"""Job references: round trips, bad input named by field, and the checks that keep a stop or
+kill on the job the reference names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from airflow_provider_kafkaspark.core.cluster.job_ref import (
+    LocalJobRef,
+    StandaloneJobRef,
+    YarnJobRef,
+    check_local_kill,
+    check_yarn_application,
+    job_ref_from_dict,
+    job_ref_to_dict,
+    require_backend,
+)
+from airflow_provider_kafkaspark.errors import InvalidArgumentError, RefusedError
+
+LOCAL = LocalJobRef("ip_count", "s3://b/cp", "worker-1", 4242, "/tmp/d.log", "local[2]")
+STANDALONE = StandaloneJobRef(
+    "ip_count", "s3://b/cp", "worker-1", 4242, "/tmp/d.log", "spark://m:7077"
+)
+YARN = YarnJobRef("ip_count", "s3://b/cp", "application_1700000000000_0007", "http://rm:8088")
+
+
+@pytest.mark.parametrize("ref", [LOCAL, STANDALONE, YARN])
+def test_a_reference_survives_its_dict_form(ref: Any) -> None:
+    raw = job_ref_to_dict(ref)
+    assert raw["backend"] == ref.backend
+    assert job_ref_from_dict(raw) == ref
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"backend": "mesos"}, "backend 'mesos' is not one of local, yarn, standalone"),
+        ({"application_id": None}, "application_id must be str"),
+        ({"application_id": "app-7"}, "is not a YARN application id"),
+        ({"extra": 1}, "unknown fields extra"),
+    ],
+)
+def test_bad_references_name_the_field(change: dict[str, Any], message: str) -> None:
+    raw = {**job_ref_to_dict(YARN), **change}
+    with pytest.raises(InvalidArgumentError, match=message):
+        job_ref_from_dict(raw, where="stop.job_ref")
+
+
+def test_a_missing_field_and_a_wrong_type_are_named() -> None:
+    raw = job_ref_to_dict(LOCAL)
+    del raw["host"]
+    with pytest.raises(InvalidArgumentError, match="local reference lacks host"):
+        job_ref_from_dict(raw)
+    with pytest.raises(InvalidArgumentError, match="pid must be int"):
+        job_ref_from_dict({**job_ref_to_dict(LOCAL), "pid": "4242"})
+    with pytest.raises(InvalidArgumentError, match="expected an object"):
+        job_ref_from_dict("application_1_2")
+
+
+def test_a_reference_of_another_backend_is_refused() -> None:
+    require_backend(YARN, "yarn", "stop")
+    with pytest.raises(InvalidArgumentError, match="reference is for the local backend"):
+        require_backend(LOCAL, "yarn", "stop")
+    with pytest.raises(InvalidArgumentError, match="reference is for the standalone backend"):
+        require_backend(STANDALONE, "local", "stop")
+
+
+def test_a_pid_is_killed_only_on_its_own_host() -> None:
+    check_local_kill(LOCAL, "worker-1")
+    with pytest.raises(RefusedError, match="pid 4242 on host worker-1, and this is host worker-2"):
+        check_local_kill(LOCAL, "worker-2")
+
+
+def test_a_yarn_application_of_another_job_is_not_touched() -> None:
+    check_yarn_application(YARN, {"id": YARN.application_id, "name": "ip_count"})
+    with pytest.raises(RefusedError, match="is 'backfill', not job 'ip_count'"):
+        check_yarn_application(YARN, {"id": YARN.application_id, "name": "backfill"})

@@ -1,0 +1,51 @@
+"""The lease's pure rules: who may take a lease over, from what a starting driver observed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+
+from airflow_provider_kafkaspark.core.control.lease import Lease, later_attempt, takeover_step
+
+
+def lease(owner: str, at_ms: int, ttl_ms: int = 10_000) -> Lease:
+    return Lease(owner, "job", "host", 1, at_ms, at_ms, ttl_ms)
+
+
+def attempt_lease(owner: str, attempt: str, app: str = "application_1_0001") -> Lease:
+    return replace(lease(owner, T), application_id=app, attempt_id=attempt)
+
+
+T = 1_000_000
+
+
+def test_takeover_step_from_what_was_observed() -> None:
+    mine = attempt_lease("me", "2")
+    step = partial(takeover_step, mine=mine, at_ms=T + 1_000)
+    assert step(None, unchanged_for_ms=0, renewed_while_watched=False) == "take"
+    held = attempt_lease("old", "1")
+    # An earlier attempt of my application: the cluster manager ended it before starting me.
+    assert step(held, unchanged_for_ms=0, renewed_while_watched=False) == "take"
+    # Another application's fresh lease: wait, refuse once seen renewed, take once it stayed
+    # unchanged for its ttl by my clock (whatever the holder's clock says).
+    other = attempt_lease("other", "1", app="application_1_0002")
+    assert step(other, unchanged_for_ms=5_000, renewed_while_watched=False) == "wait"
+    assert step(other, unchanged_for_ms=5_000, renewed_while_watched=True) == "refuse"
+    assert step(other, unchanged_for_ms=30_001, renewed_while_watched=False) == "take"
+    assert step(other, unchanged_for_ms=0, renewed_while_watched=True, holder_stopped=True) == (
+        "take"
+    )
+    assert step(other, unchanged_for_ms=0, renewed_while_watched=False, holder_gone=True) == (
+        "take"
+    )
+    # Expired by the wall clock, as before.
+    assert (
+        takeover_step(
+            other, mine, unchanged_for_ms=0, renewed_while_watched=False, at_ms=T + 31_000
+        )
+        == "take"
+    )
+    # A later attempt never hands its lease to an earlier one, nor do attempts without ids.
+    assert not later_attempt(attempt_lease("new", "3"), mine)
+    assert not later_attempt(replace(held, attempt_id=None), mine)
+    assert not later_attempt(held, replace(mine, attempt_id="x"))
