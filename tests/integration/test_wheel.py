@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.wheel_util import build_wheel
 
 IMPORT_ALL = """
 import importlib, pathlib, sys
@@ -31,25 +30,7 @@ print("ok")
 
 
 def test_the_wheel_holds_the_provider_without_the_dev_stack(tmp_path: Path) -> None:
-    # Built from a copy: setuptools writes build/ and *.egg-info/ next to the sources.
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "setup.cfg", "README.md", "LICENSE"):
-        if (ROOT / name).is_file():
-            shutil.copy2(ROOT / name, source / name)
-    shutil.copytree(
-        ROOT / "airflow_provider_kafkaspark",
-        source / "airflow_provider_kafkaspark",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    build = ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path)]
-    subprocess.run(
-        [sys.executable, "-m", "pip", *build, str(source)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (wheel,) = tmp_path.glob("airflow_provider_kafkaspark-*.whl")
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     for runtime in ("spark/runner.py", "spark/sink/fault_points.py", "hooks/kafkaspark.py"):
         assert f"airflow_provider_kafkaspark/{runtime}" in names
