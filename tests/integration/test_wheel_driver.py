@@ -64,13 +64,13 @@ def driver_venv(tmp_path_factory: pytest.TempPathFactory) -> DriverVenv:
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    # pyspark[sql], as a driver environment has it (scripts/driver_env.sh, README): the
-    # exactly-once sink hands rows over as Arrow batches, which pyspark runs through pandas.
+    # Plain pyspark: the driver extra alone must bring what the exactly-once sink needs
+    # (pyarrow and pandas for its Arrow batches).
     # --no-compile: nobody reads the .pyc files of pyspark's 400 MB before the driver runs.
     pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile"]
     started = time.monotonic()
     for args in (
-        [f"pyspark[sql]=={SPARK_VERSION}", *extra_requirements(wheel, "driver")],
+        [f"pyspark=={SPARK_VERSION}", *extra_requirements(wheel, "driver")],
         ["--no-deps", str(wheel)],
     ):
         subprocess.run(
