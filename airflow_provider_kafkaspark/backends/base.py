@@ -1,6 +1,6 @@
 """What every deployment backend does: submit a job and return its reference, say whether
 its driver is alive, and kill it. A graceful stop is not a backend's: it is a request in the
-job's checkpoint folder, which the driver honours wherever it runs (lifecycle.begin_stop)."""
+job's checkpoint folder, which the driver honours wherever it runs (lifecycle/stop.begin_stop)."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ class LocalJobHandle:
 
     @classmethod
     def from_submit_handle(cls, handle: dict[str, Any]) -> LocalJobHandle:
-        """The local driver a submit's handle (`lifecycle.submit_job`) names; the handle's
+        """The local driver a submit's handle (`lifecycle/submit.submit_job`) names; the handle's
         other keys (job_ref, since_batch, ...) are not part of it."""
         return cls.from_dict({k: v for k, v in handle.items() if k in cls.__dataclass_fields__})
 

@@ -50,7 +50,8 @@ class KafkaBackfillOperator(BaseOperator):
         from airflow_provider_kafkaspark.core.jobspec import JobSpec
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
-        from airflow_provider_kafkaspark.lifecycle import run_backfill, with_connection
+        from airflow_provider_kafkaspark.lifecycle.backfill import run_backfill
+        from airflow_provider_kafkaspark.lifecycle.inputs import with_connection
 
         start, end = context["data_interval_start"], context["data_interval_end"]
         if start is None or end is None or end <= start:

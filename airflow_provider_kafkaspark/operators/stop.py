@@ -120,7 +120,7 @@ class StopStreamingJobOperator(BaseOperator):
 
     def _stop(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.core.job_ref import job_ref_to_dict
-        from airflow_provider_kafkaspark.lifecycle import (
+        from airflow_provider_kafkaspark.lifecycle.stop import (
             NotRunning,
             begin_stop,
             check_stop,
@@ -246,13 +246,13 @@ class StopStreamingJobOperator(BaseOperator):
             )
 
     def _after_timeout(self, context: Context, ref: JobRef | None) -> dict[str, Any]:
-        from airflow_provider_kafkaspark.lifecycle import force_stop
+        from airflow_provider_kafkaspark.lifecycle.stop import force_stop
 
         force_stop(self.checkpoint, self.drain_timeout_s, ref, self.allow_force_kill)
         return self._finish(context, None)
 
     def _finish(self, context: Context, stopped: StoppedReport | None) -> dict[str, Any]:
-        from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
+        from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
         from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
         result: dict[str, Any] = {

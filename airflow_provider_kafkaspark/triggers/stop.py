@@ -22,7 +22,7 @@ class StreamingStopTrigger(BaseTrigger):
     before its "stopped" event, which then names it (`savepoint_id`). The copy takes
     seconds on S3; in the resumed task it kept Airflow's late result for the deferring try
     racing the resumed try, which was then put up for retry after a clean stop. The resumed
-    task finds the savepoint as one of this stop (`lifecycle.savepoint_after_stop`) and
+    task finds the savepoint as one of this stop (`lifecycle/stop.savepoint_after_stop`) and
     only returns it. A copy that fails here is left to the resumed task, which fails or
     succeeds with a typed error of its own."""
 
@@ -88,7 +88,7 @@ class StreamingStopTrigger(BaseTrigger):
     async def _poll(self, deadline: float) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict
         from airflow_provider_kafkaspark.errors import KafkaSparkError
-        from airflow_provider_kafkaspark.lifecycle import NotRunning, check_stop
+        from airflow_provider_kafkaspark.lifecycle.stop import NotRunning, check_stop
 
         while True:
             try:
@@ -120,7 +120,7 @@ class StreamingStopTrigger(BaseTrigger):
     async def _savepoint(self) -> dict[str, Any]:
         """The stopped job's savepoint, taken here: its id, or why it is left to the task."""
         from airflow_provider_kafkaspark.errors import KafkaSparkError
-        from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
+        from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
         from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
         if not (self.savepoint_root and self.job_name):

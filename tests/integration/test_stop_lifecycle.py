@@ -20,7 +20,7 @@ from airflow_provider_kafkaspark.core.control import ControlFolder
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.restart import RestartPolicy
 from airflow_provider_kafkaspark.errors import LeaseHeldError
-from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job
+from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop, stop_job
 from kafkaspark_devstack.drivers import submit_local, wait_exit
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from reliability.stack import dump_stacks

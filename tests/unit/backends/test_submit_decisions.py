@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from airflow_provider_kafkaspark.backends import BackendKind, backend_kind
 from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
 from airflow_provider_kafkaspark.core.job_ref import (
     LocalJobRef,
@@ -17,12 +18,7 @@ from airflow_provider_kafkaspark.core.job_ref import (
     ref_from_handle,
 )
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, RefusedError
-from airflow_provider_kafkaspark.submit_flow import (
-    BackendKind,
-    RunningDecision,
-    backend_kind,
-    decide_if_running,
-)
+from airflow_provider_kafkaspark.lifecycle.submit import RunningDecision, decide_if_running
 from tests.unit.airflow_helpers import lease
 
 

@@ -17,7 +17,7 @@ from airflow_provider_kafkaspark.core.control import ControlFolder, Lease
 from airflow_provider_kafkaspark.core.job_ref import LocalJobRef, job_ref_to_dict
 from airflow_provider_kafkaspark.core.jobspec import JobSpec, JobSpecError
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
-from airflow_provider_kafkaspark.handover import hand_over, submit_standby
+from airflow_provider_kafkaspark.lifecycle.handover import hand_over, submit_standby
 
 
 def spec_at(checkpoint: Path) -> JobSpec:

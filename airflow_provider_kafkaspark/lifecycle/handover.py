@@ -21,13 +21,8 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_kafkaspark.core.control import ControlFolder, Handover, now_ms
 from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict, job_ref_to_dict
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, KafkaSparkError
-from airflow_provider_kafkaspark.lifecycle import (
-    clear_stale_stop_request,
-    driver_alive,
-    latest_committed,
-    live_lease,
-    record_submit,
-)
+from airflow_provider_kafkaspark.lifecycle.observe import driver_alive, latest_committed, live_lease
+from airflow_provider_kafkaspark.lifecycle.record import clear_stale_stop_request, record_submit
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
