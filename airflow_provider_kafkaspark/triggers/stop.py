@@ -88,21 +88,28 @@ class StreamingStopTrigger(BaseTrigger):
     async def _poll(self, deadline: float) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_kafkaspark.core.job_ref import job_ref_from_dict
         from airflow_provider_kafkaspark.errors import KafkaSparkError
-        from airflow_provider_kafkaspark.lifecycle.stop import NotRunning, check_stop
+        from airflow_provider_kafkaspark.lifecycle.stop import StopOutcome, poll_stop
 
+        # The one stop loop's step (lifecycle/stop.py), with an async sleep between polls.
         while True:
             try:
                 ref = None if self.job_ref is None else job_ref_from_dict(self.job_ref)
-                stopped = await asyncio.to_thread(
-                    check_stop, self.checkpoint, self.requested_at_ms, ref, self.awaited_restart
+                step = await asyncio.to_thread(
+                    poll_stop,
+                    self.checkpoint,
+                    self.requested_at_ms,
+                    ref,
+                    self.awaited_restart,
+                    bound_passed=time.monotonic() > deadline,
                 )
             except KafkaSparkError as exc:
                 yield _event({"state": "gone", "reason": str(exc)})
                 return
-            if isinstance(stopped, NotRunning):
-                yield _event({"state": "not_running", "reason": stopped.reason})
+            if step.outcome in (StopOutcome.GONE, StopOutcome.NOT_RUNNING, StopOutcome.TIMEOUT):
+                yield _event({"state": step.outcome.value, "reason": step.reason})
                 return
-            if stopped is not None:
+            if step.outcome is StopOutcome.STOPPED and step.report is not None:
+                stopped = step.report
                 payload: dict[str, Any] = {
                     "state": "stopped",
                     "reason": stopped.reason,
@@ -111,9 +118,6 @@ class StreamingStopTrigger(BaseTrigger):
                     "last_committed_batch": stopped.last_committed_batch,
                 }
                 yield _event({**payload, **await self._savepoint()})
-                return
-            if time.monotonic() > deadline:
-                yield _event({"state": "timeout", "reason": "drain bound passed"})
                 return
             await asyncio.sleep(self.poll_interval_s)
 
