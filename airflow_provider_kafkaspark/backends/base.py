@@ -4,8 +4,9 @@ job's checkpoint folder, which the driver honours wherever it runs (lifecycle/st
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from airflow_provider_kafkaspark.core.job_ref import JobRef
 from airflow_provider_kafkaspark.core.jobspec import JobSpec
@@ -74,4 +75,26 @@ class JobBackend(Protocol):
     def force_kill(self, ref: JobRef) -> None:
         """Kill the driver `ref` names (Spark re-runs its batch in flight on restore); refuse
         with a typed error when `ref` is not this backend's or names another job."""
+        ...
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """How a bounded batch driver ended: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@runtime_checkable
+class BatchBackend(Protocol):
+    """A backend that also runs a bounded batch driver (a backfill) to its end."""
+
+    name: str
+
+    def run_batch(
+        self, spec: JobSpec, module: str, args: Sequence[str], *, timeout_s: float
+    ) -> BatchResult:
+        """Run `python -m module --spec ... --master ... args` for `spec`; wait for its end."""
         ...

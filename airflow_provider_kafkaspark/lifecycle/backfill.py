@@ -41,47 +41,33 @@ def run_backfill(
     master: str,
     timeout_s: float,
 ) -> dict[str, Any]:
-    """Run `spark/backfill.py` over the offsets of [start_ms, end_ms); blocks until done."""
+    """Run `spark/backfill.py` over the offsets of [start_ms, end_ms); blocks until done.
+    The driver runs through the backend `master` picks, as a streaming job's does."""
     import json
-    import subprocess
-    import tempfile
 
-    from airflow_provider_kafkaspark.backends.local_driver import (
-        driver_environment,
-        driver_python,
-        write_spec_file,
-    )
-    from airflow_provider_kafkaspark.spark.local_session import python_env
+    from airflow_provider_kafkaspark.backends import deployment_backend
+    from airflow_provider_kafkaspark.backends.base import BatchBackend
 
     if not spec.source.subscribe:
         raise BackfillError("backfill needs a job whose source names its topics (subscribe)")
+    backend = deployment_backend(master)
+    if not isinstance(backend, BatchBackend):
+        raise BackfillError(f"the {backend.name} backend does not run a backfill's batch driver")
     starting, ending = backfill_offsets(kafka_config, spec.source.subscribe, start_ms, end_ms)
     output = f"{output_root.rstrip('/')}/interval={start_ms}-{end_ms}"
-    with tempfile.TemporaryDirectory(prefix="kafkaspark-backfill-") as tmp:
-        spec_file = write_spec_file(spec, tmp)
-        python = driver_python(spec.spark_conf)
-        proc = subprocess.run(
-            [
-                python,
-                "-m",
-                "airflow_provider_kafkaspark.spark.backfill",
-                "--spec",
-                str(spec_file),
-                "--master",
-                master,
-                "--output",
-                output,
-                "--starting-offsets",
-                format_kafka_offsets(starting),
-                "--ending-offsets",
-                format_kafka_offsets(ending),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-            env={**driver_environment(), **python_env(master, python)},
-        )
+    proc = backend.run_batch(
+        spec,
+        "airflow_provider_kafkaspark.spark.backfill",
+        [
+            "--output",
+            output,
+            "--starting-offsets",
+            format_kafka_offsets(starting),
+            "--ending-offsets",
+            format_kafka_offsets(ending),
+        ],
+        timeout_s=timeout_s,
+    )
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])
         raise BackfillError(f"backfill of {output} failed (exit {proc.returncode}):\n{tail}")
