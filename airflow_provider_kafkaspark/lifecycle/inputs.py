@@ -5,7 +5,7 @@ operators check their arguments with it while a DAG file is parsed."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
 
@@ -20,6 +20,16 @@ def check_if_running(if_running: str) -> str:
     if if_running not in IF_RUNNING:
         raise InvalidArgumentError(f"if_running={if_running!r} is not one of {list(IF_RUNNING)}")
     return if_running
+
+
+def job_spec_of(value: dict[str, Any] | str, where: str = "job_spec") -> JobSpec:
+    """The job spec an operator was given, as a dict or as its JSON text (a template's
+    rendering), validated."""
+    from airflow_provider_kafkaspark.core.jobspec import JobSpec
+
+    if isinstance(value, str):
+        return JobSpec.from_json(value, where=where)
+    return JobSpec.from_dict(value)
 
 
 def with_connection(spec: JobSpec, servers: str, kafka_config: dict[str, str]) -> JobSpec:

@@ -141,10 +141,9 @@ class SubmitStreamingJobOperator(BaseOperator):
             check_code_visible,
             resolve_python_path,
         )
-        from airflow_provider_kafkaspark.core.jobspec import JobSpec
         from airflow_provider_kafkaspark.core.restart import RestartPolicy
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
-        from airflow_provider_kafkaspark.lifecycle.inputs import with_connection
+        from airflow_provider_kafkaspark.lifecycle.inputs import job_spec_of, with_connection
         from airflow_provider_kafkaspark.lifecycle.submit import (
             RestoreRequest,
             SubmitRequest,
@@ -154,11 +153,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         if self.restore_from and not self.savepoint_root:
             # Checked before anything is probed or stopped: the arguments alone are wrong.
             raise InvalidArgumentError(f"restore_from={self.restore_from!r} needs savepoint_root")
-        given = (
-            JobSpec.from_json(self.job_spec, where="job_spec")
-            if isinstance(self.job_spec, str)
-            else JobSpec.from_dict(self.job_spec)
-        )
+        given = job_spec_of(self.job_spec)
         given = resolve_python_path(given, self._dag_folder())
         check_code_visible(given)
         servers, spec_config = hook.kafka_spec_config()
