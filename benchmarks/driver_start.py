@@ -3,7 +3,7 @@ example job (ip_count, exactly-once Kafka sink, checkpoint on S3) with its drive
 process (`local[2]`) and in a YARN application master (cluster deploy mode), on the local
 Kafka, S3 server and YARN, all started here.
 
-Each round submits through `submit_flow.submit_streaming_job` (what the operators run) on a
+Each round submits through `lifecycle/submit.submit_streaming_job` (what the operators run) on a
 fresh checkpoint and times:
 
 - `submit`: the submit call itself (for YARN, spark-submit returning an application id);
@@ -40,9 +40,9 @@ from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
-from airflow_provider_kafkaspark.lifecycle import stop_job
+from airflow_provider_kafkaspark.lifecycle.stop import stop_job
+from airflow_provider_kafkaspark.lifecycle.submit import SubmitRequest, submit_streaming_job
 from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
-from airflow_provider_kafkaspark.submit_flow import SubmitRequest, submit_streaming_job
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import LocalS3Server
 from kafkaspark_devstack.yarn import LocalYarnCluster, application_master_pids

@@ -284,11 +284,11 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
     from airflow_provider_kafkaspark.backends.local import LocalBackend
     from airflow_provider_kafkaspark.core.control.reports import StoppedReport
     from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
-    from airflow_provider_kafkaspark.handover import hand_over, submit_standby
-    from airflow_provider_kafkaspark.lifecycle import (
+    from airflow_provider_kafkaspark.lifecycle.handover import hand_over, submit_standby
+    from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
+    from airflow_provider_kafkaspark.lifecycle.stop import (
         begin_stop,
         check_stop,
-        restore_for_submit,
         savepoint_after_stop,
     )
     from airflow_provider_kafkaspark.versions import SPARK_VERSION

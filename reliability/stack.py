@@ -537,7 +537,8 @@ def submit(
     spec: JobSpec, workdir: Path, restart_policy: RestartPolicy | None = None
 ) -> LocalJobHandle:
     """Start the driver exactly as SubmitStreamingJobOperator does in local mode."""
-    from airflow_provider_kafkaspark.lifecycle import JobRunningError, live_lease
+    from airflow_provider_kafkaspark.lifecycle.errors import JobRunningError
+    from airflow_provider_kafkaspark.lifecycle.observe import live_lease
     from kafkaspark_devstack.drivers import submit_local
 
     lease = live_lease(spec.checkpoint_location)
@@ -549,7 +550,7 @@ def submit(
 
 def committed(checkpoint: str | Path) -> int:
     """The last committed batch id, -1 before the first."""
-    from airflow_provider_kafkaspark.lifecycle import latest_committed
+    from airflow_provider_kafkaspark.lifecycle.observe import latest_committed
 
     try:
         batch = latest_committed(str(checkpoint))
@@ -698,7 +699,7 @@ def stop(
     at_batch_boundary: bool = False,
 ) -> int:
     """Graceful stop as StopStreamingJobOperator does it; returns the last committed batch."""
-    from airflow_provider_kafkaspark.lifecycle import stop_job
+    from airflow_provider_kafkaspark.lifecycle.stop import stop_job
     from kafkaspark_devstack.drivers import read_log, wait_exit
 
     report = stop_job(

@@ -1,11 +1,12 @@
 """What every deployment backend does: submit a job and return its reference, say whether
 its driver is alive, and kill it. A graceful stop is not a backend's: it is a request in the
-job's checkpoint folder, which the driver honours wherever it runs (lifecycle.begin_stop)."""
+job's checkpoint folder, which the driver honours wherever it runs (lifecycle/stop.begin_stop)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
@@ -74,4 +75,26 @@ class JobBackend(Protocol):
     def force_kill(self, ref: JobRef) -> None:
         """Kill the driver `ref` names (Spark re-runs its batch in flight on restore); refuse
         with a typed error when `ref` is not this backend's or names another job."""
+        ...
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """How a bounded batch driver ended: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@runtime_checkable
+class BatchBackend(Protocol):
+    """A backend that also runs a bounded batch driver (a backfill) to its end."""
+
+    name: str
+
+    def run_batch(
+        self, spec: JobSpec, module: str, args: Sequence[str], *, timeout_s: float
+    ) -> BatchResult:
+        """Run `python -m module --spec ... --master ... args` for `spec`; wait for its end."""
         ...

@@ -9,8 +9,14 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 
-from airflow_provider_kafkaspark.backends.base import JobStatus, SubmitOptions, Submitted
+from airflow_provider_kafkaspark.backends.base import (
+    BatchResult,
+    JobStatus,
+    SubmitOptions,
+    Submitted,
+)
 from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive, reap
 from airflow_provider_kafkaspark.core.cluster.job_ref import (
     JobRef,
@@ -53,6 +59,14 @@ class LocalBackend:
             env=options.env,
         )
         return Submitted(self._ref(spec, handle.pid, handle.log_file), handle.to_dict())
+
+    def run_batch(
+        self, spec: JobSpec, module: str, args: Sequence[str], *, timeout_s: float
+    ) -> BatchResult:
+        """A bounded batch driver (a backfill) on this host, run to its end."""
+        from airflow_provider_kafkaspark.backends.local_driver import run_batch_driver
+
+        return run_batch_driver(spec, module, args, master=self.master, timeout_s=timeout_s)
 
     def _local(self, ref: JobRef, action: str) -> LocalJobRef:
         require_backend(ref, self.name, action)

@@ -1,6 +1,6 @@
 """Starting the job runner as a local process (Spark local mode or client mode), detached
 from the caller: the local backend's launcher (`backends/local.py`), and the interpreter and
-environment a driver of this host gets (also backfill's).
+environment a driver of this host gets, and a bounded batch driver (backfill) run to its end.
 """
 
 from __future__ import annotations
@@ -9,12 +9,14 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kafkaspark.backends.base import BatchResult
 from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
@@ -61,7 +63,7 @@ class LocalJobHandle:
 
     @classmethod
     def from_submit_handle(cls, handle: dict[str, Any]) -> LocalJobHandle:
-        """The local driver a submit's handle (`lifecycle.submit_job`) names; the handle's
+        """The local driver a submit's handle (`lifecycle/submit.submit_job`) names; the handle's
         other keys (job_ref, since_batch, ...) are not part of it."""
         return cls.from_dict({k: v for k, v in handle.items() if k in cls.__dataclass_fields__})
 
@@ -104,6 +106,25 @@ def driver_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The caller's environment without Airflow's connections and variables."""
     source = dict(os.environ if environ is None else environ)
     return {k: v for k, v in source.items() if not k.upper().startswith(_SECRET_ENV_PREFIXES)}
+
+
+def run_batch_driver(
+    spec: JobSpec, module: str, args: Sequence[str], *, master: str, timeout_s: float
+) -> BatchResult:
+    """Run `python -m module --spec FILE --master MASTER ARGS...` on this host to its end,
+    with the driver's interpreter and environment, its spec in a private temporary file."""
+    with tempfile.TemporaryDirectory(prefix="kafkaspark-batch-") as tmp:
+        spec_file = write_spec_file(spec, tmp)
+        python = driver_python(spec.spark_conf)
+        proc = subprocess.run(
+            [python, "-m", module, "--spec", str(spec_file), "--master", master, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            env={**driver_environment(), **python_env(master, python)},
+        )
+    return BatchResult(proc.returncode, proc.stdout, proc.stderr)
 
 
 def start_local_job(

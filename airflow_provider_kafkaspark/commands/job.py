@@ -17,6 +17,7 @@ from airflow_provider_kafkaspark.commands.flags import add_shared, wants_json, w
 from airflow_provider_kafkaspark.commands.kafka import kafka_config
 from airflow_provider_kafkaspark.commands.output import EXIT_OK, emit_json, key_values
 from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.lifecycle.inputs import IF_RUNNING
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.backends.base import JobBackend
@@ -45,7 +46,7 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "then this environment's pyspark)",
     )
     submit.add_argument("--workdir", default="/tmp/kafkaspark/jobs", help="local drivers' files")
-    submit.add_argument("--if-running", choices=["fail", "skip", "replace"], default="fail")
+    submit.add_argument("--if-running", choices=IF_RUNNING, default="fail")
     submit.add_argument("--restore-from", default=None, help="a savepoint id, or latest")
     submit.add_argument("--savepoint-root", default=None, help="savepoint root URL")
     submit.add_argument("--restore-mode", default="checkpoint", help="checkpoint|offsets|latest")
@@ -156,7 +157,7 @@ def job_ref_of(args: argparse.Namespace) -> tuple[JobRef | None, str, str]:
     from airflow_provider_kafkaspark.core.cluster.job_ref import check_ref_names
     from airflow_provider_kafkaspark.core.control.folder import SUBMITTED_FILE, ControlFolder
     from airflow_provider_kafkaspark.errors import InvalidArgumentError
-    from airflow_provider_kafkaspark.lifecycle import marker_ref
+    from airflow_provider_kafkaspark.lifecycle.observe import marker_ref
 
     if args.ref is not None:
         ref = read_ref(args.ref)
@@ -189,12 +190,8 @@ def job_ref_of(args: argparse.Namespace) -> tuple[JobRef | None, str, str]:
 
 
 def _backend(args: argparse.Namespace) -> JobBackend:
+    from airflow_provider_kafkaspark.backends import BackendKind, backend_kind, deployment_backend
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
-    from airflow_provider_kafkaspark.submit_flow import (
-        BackendKind,
-        backend_kind,
-        deployment_backend,
-    )
 
     master, mode = args.master, None
     if args.spark_conn_id:
@@ -222,8 +219,8 @@ def _submit(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     )
     from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
     from airflow_provider_kafkaspark.errors import InvalidArgumentError
-    from airflow_provider_kafkaspark.lifecycle import with_connection
-    from airflow_provider_kafkaspark.submit_flow import (
+    from airflow_provider_kafkaspark.lifecycle.inputs import with_connection
+    from airflow_provider_kafkaspark.lifecycle.submit import (
         RestoreRequest,
         SubmitRequest,
         submit_streaming_job,
@@ -288,8 +285,8 @@ def _status(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 
 def _stop(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
-    from airflow_provider_kafkaspark.lifecycle import stop_job as stop
+    from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
+    from airflow_provider_kafkaspark.lifecycle.stop import stop_job as stop
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
     ref, job, checkpoint = job_ref_of(args)

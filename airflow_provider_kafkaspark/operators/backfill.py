@@ -47,10 +47,10 @@ class KafkaBackfillOperator(BaseOperator):
     def _backfill(self, context: Context) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
 
-        from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
-        from airflow_provider_kafkaspark.lifecycle import run_backfill, with_connection
+        from airflow_provider_kafkaspark.lifecycle.backfill import run_backfill
+        from airflow_provider_kafkaspark.lifecycle.inputs import job_spec_of, with_connection
 
         start, end = context["data_interval_start"], context["data_interval_end"]
         if start is None or end is None or end <= start:
@@ -59,11 +59,7 @@ class KafkaBackfillOperator(BaseOperator):
                 f"schedule the DAG with a data-interval timetable"
             )
             raise AirflowFailException(problem) from InvalidArgumentError(problem)
-        given = (
-            JobSpec.from_json(self.job_spec, where="job_spec")
-            if isinstance(self.job_spec, str)
-            else JobSpec.from_dict(self.job_spec)
-        )
+        given = job_spec_of(self.job_spec)
         hook = KafkaSparkHook(self.kafka_conn_id)
         servers, spec_config = hook.kafka_spec_config()
         spec = with_connection(given, servers, spec_config)

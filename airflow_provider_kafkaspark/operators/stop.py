@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -120,11 +119,11 @@ class StopStreamingJobOperator(BaseOperator):
 
     def _stop(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_to_dict
-        from airflow_provider_kafkaspark.lifecycle import (
-            NotRunning,
+        from airflow_provider_kafkaspark.lifecycle.stop import (
+            StopOutcome,
             begin_stop,
-            check_stop,
             finished_stop,
+            wait_for_stop,
         )
 
         # After rendering, before anything is written: all three are templated.
@@ -164,17 +163,11 @@ class StopStreamingJobOperator(BaseOperator):
                 # The trigger also copies the savepoint: minutes for a large state on S3.
                 timeout=timedelta(seconds=wait_s + 120 + SAVEPOINT_ALLOWANCE_S),
             )
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            stopped = check_stop(
-                self.checkpoint, request.requested_at_ms, started.ref, started.awaited_restart
-            )
-            if isinstance(stopped, NotRunning):
-                return self._finish(context, None)
-            if stopped is not None:
-                return self._finish(context, stopped)
-            time.sleep(self.poll_interval_s)
-        return self._after_timeout(context, ref)
+        # The one stop loop (lifecycle/stop.py), the trigger's and the CLI's too.
+        step = wait_for_stop(self.checkpoint, started, poll_s=self.poll_interval_s)
+        if step.outcome is StopOutcome.TIMEOUT:
+            return self._after_timeout(context, ref)
+        return self._finish(context, step.report)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
@@ -249,13 +242,13 @@ class StopStreamingJobOperator(BaseOperator):
             )
 
     def _after_timeout(self, context: Context, ref: JobRef | None) -> dict[str, Any]:
-        from airflow_provider_kafkaspark.lifecycle import force_stop
+        from airflow_provider_kafkaspark.lifecycle.stop import force_stop
 
         force_stop(self.checkpoint, self.drain_timeout_s, ref, self.allow_force_kill)
         return self._finish(context, None)
 
     def _finish(self, context: Context, stopped: StoppedReport | None) -> dict[str, Any]:
-        from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
+        from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
         from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
         result: dict[str, Any] = {

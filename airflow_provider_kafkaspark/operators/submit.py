@@ -40,7 +40,7 @@ class SubmitStreamingJobOperator(BaseOperator):
     :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint or savepoints
         on S3 (``s3://`` or ``s3a://``); the driver gets its credentials as the standard AWS
         variables, never in the spec. Without one, the standard AWS variables and files apply.
-    :param standby: start a standby driver instead (see ``handover.py``): it warms up while
+    :param standby: start a standby driver instead (``lifecycle/handover``): it warms up while
         the job's running driver goes on, and starts its query only when a later restore or
         submit hands the checkpoint over (``handover_from``). The task ends once the standby
         is warm (within ``standby_ready_timeout_s``); a standby never handed over exits after
@@ -91,12 +91,9 @@ class SubmitStreamingJobOperator(BaseOperator):
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
-        from airflow_provider_kafkaspark.lifecycle import IF_RUNNING
+        from airflow_provider_kafkaspark.lifecycle.inputs import check_if_running
 
-        if if_running not in IF_RUNNING:
-            raise InvalidArgumentError(
-                f"if_running={if_running!r} is not one of {list(IF_RUNNING)}"
-            )
+        check_if_running(if_running)
         self.job_spec = job_spec
         self.kafka_conn_id = kafka_conn_id
         self.spark_conn_id = spark_conn_id
@@ -145,10 +142,9 @@ class SubmitStreamingJobOperator(BaseOperator):
             check_code_visible,
             resolve_python_path,
         )
-        from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
-        from airflow_provider_kafkaspark.lifecycle import with_connection
-        from airflow_provider_kafkaspark.submit_flow import (
+        from airflow_provider_kafkaspark.lifecycle.inputs import job_spec_of, with_connection
+        from airflow_provider_kafkaspark.lifecycle.submit import (
             RestoreRequest,
             SubmitRequest,
             submit_streaming_job,
@@ -157,11 +153,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         if self.restore_from and not self.savepoint_root:
             # Checked before anything is probed or stopped: the arguments alone are wrong.
             raise InvalidArgumentError(f"restore_from={self.restore_from!r} needs savepoint_root")
-        given = (
-            JobSpec.from_json(self.job_spec, where="job_spec")
-            if isinstance(self.job_spec, str)
-            else JobSpec.from_dict(self.job_spec)
-        )
+        given = job_spec_of(self.job_spec)
         given = resolve_python_path(given, self._dag_folder())
         check_code_visible(given)
         servers, spec_config = hook.kafka_spec_config()
@@ -202,7 +194,10 @@ class SubmitStreamingJobOperator(BaseOperator):
     def _start_standby(
         self, backend: JobBackend, spec: JobSpec, options: SubmitOptions
     ) -> dict[str, Any]:
-        from airflow_provider_kafkaspark.handover import submit_standby, wait_standby_ready
+        from airflow_provider_kafkaspark.lifecycle.handover import (
+            submit_standby,
+            wait_standby_ready,
+        )
 
         handle = submit_standby(backend, spec, options, timeout_s=self.standby_timeout_s)
         self.log.info("standby for %s started: %s", spec.job_name, _describe(handle))
@@ -213,7 +208,7 @@ class SubmitStreamingJobOperator(BaseOperator):
     def _backend(self, hook: KafkaSparkHook) -> JobBackend:
         """The deployment backend: the `spark` connection's master and deploy mode, else
         `master` on this host."""
-        from airflow_provider_kafkaspark.submit_flow import deployment_backend
+        from airflow_provider_kafkaspark.backends import deployment_backend
 
         master, deploy_mode = self.master, None
         if self.spark_conn_id:

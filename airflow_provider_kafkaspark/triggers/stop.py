@@ -22,7 +22,7 @@ class StreamingStopTrigger(BaseTrigger):
     before its "stopped" event, which then names it (`savepoint_id`). The copy takes
     seconds on S3; in the resumed task it kept Airflow's late result for the deferring try
     racing the resumed try, which was then put up for retry after a clean stop. The resumed
-    task finds the savepoint as one of this stop (`lifecycle.savepoint_after_stop`) and
+    task finds the savepoint as one of this stop (`lifecycle/stop.savepoint_after_stop`) and
     only returns it. A copy that fails here is left to the resumed task, which fails or
     succeeds with a typed error of its own."""
 
@@ -88,21 +88,28 @@ class StreamingStopTrigger(BaseTrigger):
     async def _poll(self, deadline: float) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_from_dict
         from airflow_provider_kafkaspark.errors import KafkaSparkError
-        from airflow_provider_kafkaspark.lifecycle import NotRunning, check_stop
+        from airflow_provider_kafkaspark.lifecycle.stop import StopOutcome, poll_stop
 
+        # The one stop loop's step (lifecycle/stop.py), with an async sleep between polls.
         while True:
             try:
                 ref = None if self.job_ref is None else job_ref_from_dict(self.job_ref)
-                stopped = await asyncio.to_thread(
-                    check_stop, self.checkpoint, self.requested_at_ms, ref, self.awaited_restart
+                step = await asyncio.to_thread(
+                    poll_stop,
+                    self.checkpoint,
+                    self.requested_at_ms,
+                    ref,
+                    self.awaited_restart,
+                    bound_passed=time.monotonic() > deadline,
                 )
             except KafkaSparkError as exc:
                 yield _event({"state": "gone", "reason": str(exc)})
                 return
-            if isinstance(stopped, NotRunning):
-                yield _event({"state": "not_running", "reason": stopped.reason})
+            if step.outcome in (StopOutcome.GONE, StopOutcome.NOT_RUNNING, StopOutcome.TIMEOUT):
+                yield _event({"state": step.outcome.value, "reason": step.reason})
                 return
-            if stopped is not None:
+            if step.outcome is StopOutcome.STOPPED and step.report is not None:
+                stopped = step.report
                 payload: dict[str, Any] = {
                     "state": "stopped",
                     "reason": stopped.reason,
@@ -112,15 +119,12 @@ class StreamingStopTrigger(BaseTrigger):
                 }
                 yield _event({**payload, **await self._savepoint()})
                 return
-            if time.monotonic() > deadline:
-                yield _event({"state": "timeout", "reason": "drain bound passed"})
-                return
             await asyncio.sleep(self.poll_interval_s)
 
     async def _savepoint(self) -> dict[str, Any]:
         """The stopped job's savepoint, taken here: its id, or why it is left to the task."""
         from airflow_provider_kafkaspark.errors import KafkaSparkError
-        from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
+        from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
         from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
         if not (self.savepoint_root and self.job_name):

@@ -374,7 +374,7 @@ def _run(
     from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
     from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
     from airflow_provider_kafkaspark.examples.dag_settings import ExampleSettings
-    from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job
+    from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop, stop_job
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
     from kafkaspark_devstack.kafka import LocalKafkaCluster
 

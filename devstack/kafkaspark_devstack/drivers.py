@@ -27,10 +27,10 @@ def submit_local(
     submitted_by: str = "kafkaspark",
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """`lifecycle.submit_job` with a driver process on this host (local mode or client mode)."""
+    """`lifecycle/submit.submit_job` with a driver process on this host (local or client mode)."""
+    from airflow_provider_kafkaspark.backends import deployment_backend
     from airflow_provider_kafkaspark.backends.base import SubmitOptions
-    from airflow_provider_kafkaspark.lifecycle import submit_job
-    from airflow_provider_kafkaspark.submit_flow import deployment_backend
+    from airflow_provider_kafkaspark.lifecycle.submit import submit_job
 
     backend = deployment_backend(master)
     options = SubmitOptions(

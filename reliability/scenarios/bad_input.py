@@ -679,7 +679,7 @@ def cp_gap_in_offsets_log(ctx: Ctx) -> Trial:
 
 @case("checkpoint")
 def cp_commit_watermark_not_a_number(ctx: Ctx) -> Trial:
-    from airflow_provider_kafkaspark.lifecycle import latest_committed
+    from airflow_provider_kafkaspark.lifecycle.observe import latest_committed
 
     (ctx.cp / "commits" / str(ctx.last)).write_text('v1\n{"nextBatchWatermarkMs": "soon"}')
     return Trial(lambda: latest_committed(str(ctx.cp)), f"commits/{ctx.last}")
@@ -1062,7 +1062,7 @@ def run_case(item: Case, seed: Path, sid: str, cases_dir: Path) -> Outcome:
 
 def make_seed(workdir: Path, seed: Path) -> str:
     """A checkpoint written by the stateless job (at least three batches) and a savepoint."""
-    from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop
+    from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
     from kafkaspark_devstack.drivers import read_log, wait_exit
     from kafkaspark_devstack.kafka import LocalKafkaCluster

@@ -210,7 +210,7 @@ def probe_until_named(address: str, since: float, bound_s: float) -> tuple[float
 
 def run(profile: Profile, workdir: Path) -> ScenarioResult:
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
-    from airflow_provider_kafkaspark.lifecycle import with_connection
+    from airflow_provider_kafkaspark.lifecycle.inputs import with_connection
 
     result = ScenarioResult(name=NAME, title=TITLE)
     cluster = LocalKafkaCluster(

@@ -36,7 +36,8 @@ def _committed_offsets(checkpoint: str) -> dict[int, int]:
 def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResult:
     from airflow_provider_kafkaspark.core.health.observe import end_offsets
     from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
-    from airflow_provider_kafkaspark.lifecycle import restore_for_submit, savepoint_after_stop
+    from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
+    from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
     from kafkaspark_devstack.kafka import LocalKafkaCluster
 

@@ -48,12 +48,10 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
     from airflow_provider_kafkaspark.backends.base import SubmitOptions
     from airflow_provider_kafkaspark.backends.local import LocalBackend
     from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
-    from airflow_provider_kafkaspark.handover import hand_over, submit_standby
-    from airflow_provider_kafkaspark.lifecycle import (
-        live_lease,
-        restore_for_submit,
-        savepoint_after_stop,
-    )
+    from airflow_provider_kafkaspark.lifecycle.handover import hand_over, submit_standby
+    from airflow_provider_kafkaspark.lifecycle.observe import live_lease
+    from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
+    from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
     from kafkaspark_devstack.kafka import LocalKafkaCluster
 

@@ -28,7 +28,8 @@ PRODUCE_CAP_S = 3_600.0
 
 
 def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResult:
-    from airflow_provider_kafkaspark.lifecycle import restore_for_submit, savepoint_after_stop
+    from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
+    from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
     from kafkaspark_devstack.kafka import LocalKafkaCluster
 

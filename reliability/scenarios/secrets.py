@@ -708,7 +708,8 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
 
 def _stop_driver(checkpoint: Path, handle: dict[str, Any]) -> None:
     """Whatever the DAG left running is stopped (killed after the drain bound)."""
-    from airflow_provider_kafkaspark.lifecycle import live_lease, stop_job
+    from airflow_provider_kafkaspark.lifecycle.observe import live_lease
+    from airflow_provider_kafkaspark.lifecycle.stop import stop_job
 
     pid = handle.get("pid")
     if live_lease(str(checkpoint)) is None:

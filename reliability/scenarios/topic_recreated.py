@@ -27,11 +27,9 @@ from airflow_provider_kafkaspark.core.kafka.reconcile import (
     build_reconcile_plan,
 )
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
-from airflow_provider_kafkaspark.lifecycle import (
-    RestoreRefusedError,
-    restore_for_submit,
-    savepoint_after_stop,
-)
+from airflow_provider_kafkaspark.lifecycle.errors import RestoreRefusedError
+from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
+from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
 from airflow_provider_kafkaspark.versions import SPARK_VERSION
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from reliability import stack

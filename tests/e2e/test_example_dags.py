@@ -20,7 +20,7 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts
-from airflow_provider_kafkaspark.lifecycle import stop_job
+from airflow_provider_kafkaspark.lifecycle.stop import stop_job
 from kafkaspark_devstack import demo
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic

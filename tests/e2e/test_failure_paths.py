@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
-from airflow_provider_kafkaspark.lifecycle import latest_committed, live_lease, stop_job
+from airflow_provider_kafkaspark.lifecycle.observe import latest_committed, live_lease
+from airflow_provider_kafkaspark.lifecycle.stop import stop_job
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
 

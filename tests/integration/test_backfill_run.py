@@ -1,4 +1,4 @@
-"""A backfill run without Airflow: `lifecycle.run_backfill` (what the backfill operator calls)
+"""A backfill run without Airflow: `lifecycle/backfill.run_backfill` (what the operator calls)
 turns a time range into Kafka offsets, runs the job's transformation over them as a bounded
 batch in a driver of its own, and replaces the interval's Parquet output on a re-run. Part
 of the Spark matrix: the same file runs in each driver environment's leg."""
@@ -11,7 +11,7 @@ from pathlib import Path
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.examples.access_events import generate_events, produce_events
 from airflow_provider_kafkaspark.examples.ip_count import WINDOW_MS, job_spec_dict
-from airflow_provider_kafkaspark.lifecycle import run_backfill
+from airflow_provider_kafkaspark.lifecycle.backfill import run_backfill
 from kafkaspark_devstack.demo import backfill_counts
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_provider_kafkaspark import lifecycle
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
@@ -18,6 +17,8 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
+from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
+from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
 from tests.integration.test_exactly_once import WATERMARK_MS, run_to_the_end, sink_counts
@@ -53,9 +54,7 @@ def test_a_rollback_past_written_batches_loses_no_window(
 
     assert produce_events(bootstrap, source, thirds[0]) == len(thirds[0])
     run_to_the_end(raw_spec, tmp_path / "run1", kafka, source)
-    savepoint = lifecycle.savepoint_after_stop(
-        checkpoint, savepoints, "rollback", spark_version=None
-    )
+    savepoint = savepoint_after_stop(checkpoint, savepoints, "rollback", spark_version=None)
     written_before = sum(sink_counts(bootstrap, sink)[0].values())
 
     # The run that is rolled back (an upgrade, here of its batch size): past the savepoint,
@@ -69,7 +68,7 @@ def test_a_rollback_past_written_batches_loses_no_window(
     assert ran_to > savepoint.last_committed_batch
     assert sum(sink_counts(bootstrap, sink)[0].values()) > written_before
 
-    spec, summary = lifecycle.restore_for_submit(
+    spec, summary = restore_for_submit(
         JobSpec.from_dict(raw_spec),
         savepoint_root=savepoints,
         savepoint_ref=savepoint.savepoint_id,

@@ -12,7 +12,6 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from airflow_provider_kafkaspark import lifecycle
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
@@ -23,6 +22,8 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
+from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
+from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop, stop_job
 from kafkaspark_devstack.drivers import read_log, wait_exit
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
@@ -79,15 +80,11 @@ def test_a_35_savepoint_continues_on_40_and_the_way_back_is_refused(
     # Spark 3.5: the first half, then a stop and a savepoint that says which Spark wrote it.
     old_driver = start(on(OLD, raw), tmp_path / "run-35")
     wait_until(old_driver, "first half read", lambda: drained(kafka, checkpoint, source), 300)
-    report = lifecycle.stop_job(
-        checkpoint, requested_by="test", reason="upgrade", drain_timeout_s=60
-    )
+    report = stop_job(checkpoint, requested_by="test", reason="upgrade", drain_timeout_s=60)
     assert report is not None and report.clean, read_log(old_driver)
     assert wait_exit(old_driver, 60) == 0, read_log(old_driver)
     assert f"Spark {OLD}" in read_log(old_driver)
-    old_savepoint = lifecycle.savepoint_after_stop(
-        checkpoint, savepoints, "upgrade", spark_version=None
-    )
+    old_savepoint = savepoint_after_stop(checkpoint, savepoints, "upgrade", spark_version=None)
     assert old_savepoint.spark_version == report.spark_version == OLD
 
     flush_ms = max(e.event_time_ms for e in events) + 60_000
@@ -95,7 +92,7 @@ def test_a_35_savepoint_continues_on_40_and_the_way_back_is_refused(
     assert produce_events(bootstrap, source, [*second, flush]) == len(second) + 1
 
     # Spark 4.0: restored from the 3.5 savepoint, state and all, to the end of the input.
-    spec, summary = lifecycle.restore_for_submit(
+    spec, summary = restore_for_submit(
         JobSpec.from_dict(on(NEW, raw)),
         savepoint_root=savepoints,
         savepoint_ref=old_savepoint.savepoint_id,
@@ -113,14 +110,12 @@ def test_a_35_savepoint_continues_on_40_and_the_way_back_is_refused(
     assert written_by is not None and written_by.spark_version == NEW
 
     # Back to 3.5: the restore refuses a 4.0 savepoint before it moves anything...
-    new_savepoint = lifecycle.savepoint_after_stop(
-        checkpoint, savepoints, "upgrade", spark_version=None
-    )
+    new_savepoint = savepoint_after_stop(checkpoint, savepoints, "upgrade", spark_version=None)
     assert new_savepoint.spark_version == NEW
     before = sorted(p.name for p in Path(checkpoint).iterdir())
     backups = sorted(tmp_path.glob("checkpoint.backup-*"))  # the 3.5 run's, from the upgrade
     with pytest.raises(SavepointError, match=rf"written by Spark {NEW}.*runs Spark {OLD}"):
-        lifecycle.restore_for_submit(
+        restore_for_submit(
             JobSpec.from_dict(on(OLD, raw)),
             savepoint_root=savepoints,
             savepoint_ref=new_savepoint.savepoint_id,

@@ -20,7 +20,7 @@ from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import LeaseHeldError
-from airflow_provider_kafkaspark.lifecycle import savepoint_after_stop, stop_job
+from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop, stop_job
 from kafkaspark_devstack.drivers import submit_local, wait_exit
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from reliability.stack import dump_stacks

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from airflow_provider_kafkaspark import lifecycle
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.storage.location import open_location
@@ -20,6 +19,8 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
+from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
+from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop, stop_job
 from kafkaspark_devstack.drivers import read_log, wait_exit
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
@@ -55,12 +56,10 @@ def test_stop_savepoint_partitions_added_restore_resume_on_s3(
 
     driver = start(raw_spec, tmp_path / "run1")
     wait_until(driver, "first half read", lambda: drained(kafka, checkpoint, source), 300)
-    report = lifecycle.stop_job(
-        checkpoint, requested_by="test", reason="restart window", drain_timeout_s=60
-    )
+    report = stop_job(checkpoint, requested_by="test", reason="restart window", drain_timeout_s=60)
     assert report is not None and report.clean, read_log(driver)
     assert wait_exit(driver, 60) == 0, read_log(driver)
-    manifest = lifecycle.savepoint_after_stop(
+    manifest = savepoint_after_stop(
         checkpoint, savepoints, str(raw_spec["job_name"]), spark_version=None
     )
     assert sum(manifest.offsets[source].values()) == len(first)
@@ -73,7 +72,7 @@ def test_stop_savepoint_partitions_added_restore_resume_on_s3(
     flush = AccessEvent("255.255.255.255", flush_ms, "/flush", 200)
     assert produce_events(bootstrap, source, [*second, flush]) == len(second) + 1
 
-    spec, summary = lifecycle.restore_for_submit(
+    spec, summary = restore_for_submit(
         JobSpec.from_dict(raw_spec),
         savepoint_root=savepoints,
         savepoint_ref="latest",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.core.control import request_stop
+from airflow_provider_kafkaspark.core.control.folder import request_stop
 from airflow_provider_kafkaspark.spark.jars import JARS_DIR_ENV, jar_file_name
 from airflow_provider_kafkaspark.versions import SPARK_VERSION, spark_line
 from kafkaspark_devstack.jars import default_jars_dir

@@ -15,7 +15,7 @@ from airflow_provider_kafkaspark.core.state.savepoint import (
     belongs_to_stop,
     driver_since_stop,
 )
-from airflow_provider_kafkaspark.lifecycle import answers_request
+from airflow_provider_kafkaspark.lifecycle.stop import answers_request
 
 STOPPED_AT = 1_700_000_000_000
 REPORT = StoppedReport(

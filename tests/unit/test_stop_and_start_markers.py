@@ -33,11 +33,8 @@ from airflow_provider_kafkaspark.errors import (
     LeaseHeldError,
 )
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
-from airflow_provider_kafkaspark.lifecycle import (
-    RestoreRefusedError,
-    StopTimeoutError,
-    submitted_ref,
-)
+from airflow_provider_kafkaspark.lifecycle.errors import RestoreRefusedError, StopTimeoutError
+from airflow_provider_kafkaspark.lifecycle.observe import submitted_ref
 
 
 def report(owner: str | None, at_ms: int) -> StoppedReport:

@@ -1,5 +1,5 @@
-"""The pure decisions of a submit and of the local backend: which backend runs a driver, what
-`if_running` does about a live lease, which handle names which driver, and who may kill it."""
+"""The pure decisions of the backends: which backend runs a driver, which handle names which
+driver, and who may kill it (what `if_running` decides: tests/unit/lifecycle/test_submit.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from airflow_provider_kafkaspark.backends import BackendKind, backend_kind
 from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
 from airflow_provider_kafkaspark.core.cluster.job_ref import (
     LocalJobRef,
@@ -17,13 +18,6 @@ from airflow_provider_kafkaspark.core.cluster.job_ref import (
     ref_from_handle,
 )
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, RefusedError
-from airflow_provider_kafkaspark.submit_flow import (
-    BackendKind,
-    RunningDecision,
-    backend_kind,
-    decide_if_running,
-)
-from tests.unit.airflow_helpers import lease
 
 
 @pytest.mark.parametrize(
@@ -51,15 +45,6 @@ def test_backend_kind(master: str, mode: str | None, kind: BackendKind) -> None:
 def test_unsupported_deployments_are_named(master: str, mode: str, named: str) -> None:
     with pytest.raises(InvalidArgumentError, match=named):
         backend_kind(master, mode)
-
-
-def test_if_running_decides_only_with_a_live_lease() -> None:
-    assert decide_if_running(None, "fail") is RunningDecision.SUBMIT
-    assert decide_if_running(lease(), "fail") is RunningDecision.FAIL
-    assert decide_if_running(lease(), "skip") is RunningDecision.SKIP
-    assert decide_if_running(lease(), "replace") is RunningDecision.REPLACE
-    with pytest.raises(InvalidArgumentError, match="'restart'"):
-        decide_if_running(None, "restart")
 
 
 YARN = YarnJobRef("job", "s3://b/cp", "application_1_0001", "http://rm:8088")

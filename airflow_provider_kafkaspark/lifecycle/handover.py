@@ -23,13 +23,8 @@ from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import now_ms
 from airflow_provider_kafkaspark.core.control.requests import Handover
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, KafkaSparkError
-from airflow_provider_kafkaspark.lifecycle import (
-    clear_stale_stop_request,
-    driver_alive,
-    latest_committed,
-    live_lease,
-    record_submit,
-)
+from airflow_provider_kafkaspark.lifecycle.observe import driver_alive, latest_committed, live_lease
+from airflow_provider_kafkaspark.lifecycle.record import clear_stale_stop_request, record_submit
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions

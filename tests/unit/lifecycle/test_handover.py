@@ -18,7 +18,7 @@ from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import Lease
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, JobSpecError
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
-from airflow_provider_kafkaspark.handover import hand_over, submit_standby
+from airflow_provider_kafkaspark.lifecycle.handover import hand_over, submit_standby
 
 
 def spec_at(checkpoint: Path) -> JobSpec:

@@ -1,4 +1,4 @@
-"""A submit, observed, decided and then acted on, in one place for the operators and the CLI:
+"""Submit: observed, decided and then acted on, in one place for the operators and the CLI:
 observe the checkpoint's lease, decide what `if_running` asks for, probe the bootstrap servers
 and the topics, restore a savepoint if asked, and only then start the driver through the
 deployment backend (local processes, a standalone cluster, YARN)."""
@@ -11,69 +11,23 @@ from enum import Enum
 from typing import Any
 
 from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
-from airflow_provider_kafkaspark.core.control.lease import Lease
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
-from airflow_provider_kafkaspark.errors import (
-    InvalidArgumentError,
-    JobSkippedError,
-    NoLiveBootstrapError,
-)
-from airflow_provider_kafkaspark.handover import hand_over, retire_standby
-from airflow_provider_kafkaspark.lifecycle import (
-    IF_RUNNING,
-    JobRunningError,
+from airflow_provider_kafkaspark.errors import JobSkippedError, NoLiveBootstrapError
+from airflow_provider_kafkaspark.lifecycle.errors import JobRunningError
+from airflow_provider_kafkaspark.lifecycle.handover import hand_over, retire_standby
+from airflow_provider_kafkaspark.lifecycle.inputs import (
+    check_if_running,
     live_first,
-    live_lease,
-    restore_for_submit,
-    stop_job,
-    submit_job,
     with_connection,
 )
+from airflow_provider_kafkaspark.lifecycle.observe import latest_committed, live_lease
+from airflow_provider_kafkaspark.lifecycle.record import clear_stale_stop_request, record_submit
+from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
+from airflow_provider_kafkaspark.lifecycle.stop import stop_job
 
 log = logging.getLogger(__name__)
-
-
-class BackendKind(str, Enum):
-    LOCAL = "local"
-    STANDALONE = "standalone"
-    YARN = "yarn"
-
-
-def backend_kind(master: str, deploy_mode: str | None) -> BackendKind:
-    """Which backend runs a driver for a `spark` connection's master and deploy mode. A Python
-    driver in cluster deploy mode runs on YARN only here: a standalone master cannot run one,
-    and Kubernetes is not supported yet (not tested on a cluster)."""
-    if deploy_mode == "cluster":
-        if master == "yarn":
-            return BackendKind.YARN
-        raise InvalidArgumentError(
-            f"cluster deploy mode with master {master!r}: supported on YARN only (a standalone "
-            f"master cannot run a Python driver in cluster mode; Kubernetes is not supported "
-            f"yet); use deploy-mode client, or a YARN connection"
-        )
-    if deploy_mode not in (None, "", "client"):
-        raise InvalidArgumentError(f"deploy mode {deploy_mode!r} is not 'client' or 'cluster'")
-    return BackendKind.STANDALONE if master.startswith("spark://") else BackendKind.LOCAL
-
-
-def deployment_backend(
-    master: str,
-    deploy_mode: str | None = None,
-    *,
-    spark_conn_id: str | None = None,
-    jars: str | None = None,
-) -> JobBackend:
-    """The backend for a master and deploy mode (`backend_kind`); YARN submits through the
-    `spark` connection they came from."""
-    from airflow_provider_kafkaspark.backends.local import LocalBackend, StandaloneBackend
-    from airflow_provider_kafkaspark.backends.yarn import YarnBackend
-
-    kind = backend_kind(master, deploy_mode)
-    if kind is BackendKind.YARN:
-        return YarnBackend(spark_conn_id, jars=jars)
-    if kind is BackendKind.STANDALONE:
-        return StandaloneBackend(master)
-    return LocalBackend(master)
 
 
 class RunningDecision(str, Enum):
@@ -85,8 +39,7 @@ class RunningDecision(str, Enum):
 
 def decide_if_running(lease: Lease | None, if_running: str) -> RunningDecision:
     """What a submit does about a live driver on the checkpoint."""
-    if if_running not in IF_RUNNING:
-        raise InvalidArgumentError(f"if_running={if_running!r} is not one of {list(IF_RUNNING)}")
+    check_if_running(if_running)
     if lease is None:
         return RunningDecision.SUBMIT
     return RunningDecision(if_running)
@@ -120,7 +73,7 @@ class SubmitRequest:
 
 
 def submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[str, Any]:
-    """Observe, decide, act; returns the submit's handle (`lifecycle.submit_job`) with the
+    """Observe, decide, act; returns the submit's handle (`submit_job`) with the
     dead bootstrap servers and the restore's summary added. A standby given with the request
     that is not handed over is stopped when the submit fails."""
     try:
@@ -189,3 +142,15 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
         handle = submit_job(backend, spec, request.options)
     handle.update(dead_bootstrap_servers=dead, restored=restored)
     return handle
+
+
+def submit_job(backend: JobBackend, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+    """Start the job's driver through `backend` and return a small, durable handle: the job
+    reference (`job_ref`, what stop and health take) and the batch it starts after.
+
+    The caller has observed that no live driver holds the checkpoint's lease."""
+    since = latest_committed(spec.checkpoint_location)
+    clear_stale_stop_request(ControlFolder(spec.checkpoint_location))
+    submitted_at = now_ms()
+    submitted = backend.submit(spec, options)
+    return record_submit(spec, submitted.ref, submitted.details, options, submitted_at, since)
