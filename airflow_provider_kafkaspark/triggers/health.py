@@ -132,7 +132,7 @@ class StreamingHealthTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
         from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
-        from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaUnavailableError
+        from airflow_provider_kafkaspark.errors import InvalidInputError
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         watch = self.watch()
@@ -150,31 +150,39 @@ class StreamingHealthTrigger(BaseTrigger):
         kafka = KafkaFacade(config, timeout_s=self.settings.kafka_timeout_s)
         del config
         # This trigger's own storage scope (the triggerer runs each trigger in its own task);
-        # asyncio.to_thread carries it into every poll.
+        # asyncio.to_thread carries it into every poll. The event is yielded outside it: the
+        # generator may be closed from another task (another context), where leaving the
+        # scope would fail.
         try:
             with s3_options_scope(s3):
-                while True:
-                    try:
-                        inputs = await asyncio.to_thread(read_watch_inputs, self.checkpoint, kafka)
-                    except KafkaUnavailableError as exc:
-                        self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
-                    else:
-                        decision = inputs.decide(watch, now_ms())
-                        self.log.info(
-                            "health of %s: %s: %s", self.checkpoint, decision.state, decision.reason
-                        )
-                        if decision.done:
-                            yield _event(decision.to_dict())
-                            return
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        yield _event(watch.timed_out(now_ms(), self.timeout_s).to_dict())
-                        return
-                    await asyncio.sleep(min(self.settings.poll_interval_s, remaining))
+                event = await self._outcome(watch, kafka, deadline)
         except InvalidInputError as exc:
-            yield _event(_error(f"cannot observe {self.checkpoint}: {exc}"))
+            event = _event(_error(f"cannot observe {self.checkpoint}: {exc}"))
         finally:
             kafka.close()
+        yield event
+
+    async def _outcome(
+        self, watch: HealthWatch, kafka: KafkaFacade, deadline: float
+    ) -> TriggerEvent:
+        from airflow_provider_kafkaspark.errors import KafkaUnavailableError
+
+        while True:
+            try:
+                inputs = await asyncio.to_thread(read_watch_inputs, self.checkpoint, kafka)
+            except KafkaUnavailableError as exc:
+                self.log.warning("health poll skipped, Kafka did not answer: %s", exc)
+            else:
+                decision = inputs.decide(watch, now_ms())
+                self.log.info(
+                    "health of %s: %s: %s", self.checkpoint, decision.state, decision.reason
+                )
+                if decision.done:
+                    return _event(decision.to_dict())
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return _event(watch.timed_out(now_ms(), self.timeout_s).to_dict())
+            await asyncio.sleep(min(self.settings.poll_interval_s, remaining))
 
 
 def _event(payload: dict[str, Any]) -> TriggerEvent:

@@ -80,12 +80,14 @@ class StreamingStopTrigger(BaseTrigger):
             yield _event({"state": "gone", "reason": f"cannot read the AWS connection: {exc}"})
             return
         # This trigger's own scope (the triggerer runs each trigger in its own task);
-        # asyncio.to_thread carries it into every poll.
+        # asyncio.to_thread carries it into every poll. The event is yielded outside it: the
+        # generator may be closed from another task (another context), where leaving the
+        # scope would fail.
         with s3_options_scope(options):
-            async for event in self._poll(deadline):
-                yield event
+            event = await self._outcome(deadline)
+        yield event
 
-    async def _poll(self, deadline: float) -> AsyncIterator[TriggerEvent]:
+    async def _outcome(self, deadline: float) -> TriggerEvent:
         from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_from_dict
         from airflow_provider_kafkaspark.errors import KafkaSparkError
         from airflow_provider_kafkaspark.lifecycle.stop import StopOutcome, poll_stop
@@ -103,11 +105,9 @@ class StreamingStopTrigger(BaseTrigger):
                     bound_passed=time.monotonic() > deadline,
                 )
             except KafkaSparkError as exc:
-                yield _event({"state": "gone", "reason": str(exc)})
-                return
+                return _event({"state": "gone", "reason": str(exc)})
             if step.outcome in (StopOutcome.GONE, StopOutcome.NOT_RUNNING, StopOutcome.TIMEOUT):
-                yield _event({"state": step.outcome.value, "reason": step.reason})
-                return
+                return _event({"state": step.outcome.value, "reason": step.reason})
             if step.outcome is StopOutcome.STOPPED and step.report is not None:
                 stopped = step.report
                 payload: dict[str, Any] = {
@@ -117,8 +117,7 @@ class StreamingStopTrigger(BaseTrigger):
                     "last_planned_batch": stopped.last_planned_batch,
                     "last_committed_batch": stopped.last_committed_batch,
                 }
-                yield _event({**payload, **await self._savepoint()})
-                return
+                return _event({**payload, **await self._savepoint()})
             await asyncio.sleep(self.poll_interval_s)
 
     async def _savepoint(self) -> dict[str, Any]:

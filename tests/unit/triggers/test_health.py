@@ -6,8 +6,8 @@ import asyncio
 import importlib
 import itertools
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import AsyncGenerator, Iterator
+from typing import Any, cast
 
 import pytest
 from airflow.triggers.base import TriggerEvent
@@ -108,3 +108,29 @@ def test_trigger_turns_bad_input_into_a_failed_event(
     events = asyncio.run(collect(make_trigger(timeout_s=30)))
     assert [e.payload["state"] for e in events] == ["failed"]
     assert "offsets/3: truncated" in events[0].payload["reason"]
+
+
+def test_trigger_closes_from_another_task_than_the_one_that_read_its_event(
+    kafka_unit_conn: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the triggerer leaves it: the event read in one task, the generator closed by
+    asyncio in another (another context), which must not fail on the storage scope."""
+
+    def inputs(checkpoint: str, kafka: object) -> WatchInputs:
+        now = trigger_module.now_ms()
+        return WatchInputs(None, lease(started=now, beat=now), None)
+
+    monkeypatch.setattr(trigger_module, "read_watch_inputs", inputs)
+    trigger = make_trigger(since_ms=None, started_ms=None)
+
+    async def read_then_close_elsewhere() -> dict[str, Any]:
+        events = cast("AsyncGenerator[TriggerEvent, None]", trigger.run())
+
+        async def first() -> TriggerEvent:
+            return await anext(events)
+
+        event = await asyncio.create_task(first())
+        await asyncio.create_task(events.aclose())
+        return dict(event.payload)
+
+    assert asyncio.run(read_then_close_elsewhere())["state"] == "timeout"

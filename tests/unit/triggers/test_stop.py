@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from airflow.triggers.base import TriggerEvent
 
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
@@ -67,3 +70,26 @@ def test_a_reference_the_trigger_cannot_read_ends_it(tmp_path: Path) -> None:
     bad = {"backend": "yarn", "job_name": "job", "checkpoint": str(tmp_path)}
     event = first_event(StreamingStopTrigger(str(tmp_path), now_ms(), 5, job_ref=bad))
     assert event["state"] == "gone" and "lacks application_id" in event["reason"]
+
+
+def test_the_trigger_closes_from_another_task_than_the_one_that_read_its_event(
+    tmp_path: Path,
+) -> None:
+    """The triggerer reads a trigger's event in one task; an unfinished async generator is
+    closed later by asyncio in a task (a context) of its own. Leaving the storage scope there
+    failed ("created in a different Context") while the event's yield was inside it."""
+    checkpoint = str(tmp_path)
+    ControlFolder(checkpoint).acquire_lease(Lease.new("job"))
+    trigger = StreamingStopTrigger(checkpoint, now_ms(), 0.1, poll_interval_s=0.05)
+
+    async def read_then_close_elsewhere() -> dict[str, Any]:
+        events = cast("AsyncGenerator[TriggerEvent, None]", trigger.run())
+
+        async def first() -> TriggerEvent:
+            return await anext(events)
+
+        event = await asyncio.create_task(first())
+        await asyncio.create_task(events.aclose())
+        return dict(event.payload)
+
+    assert asyncio.run(read_then_close_elsewhere())["state"] == "timeout"
