@@ -23,6 +23,7 @@ from typing import Any
 from unittest import mock
 
 from airflow_provider_kafkaspark.backends.local_driver import start_local_job
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
 from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
@@ -66,7 +67,7 @@ def _run_once(
                     break
             except Exception:  # noqa: BLE001 - no checkpoint yet
                 pass
-            if not driver.is_alive():
+            if not pid_alive(driver.pid):
                 raise RuntimeError(f"driver exited:\n{read_log(driver)}")
             if time.monotonic() > deadline:
                 raise RuntimeError(

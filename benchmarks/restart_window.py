@@ -53,7 +53,8 @@ if str(ROOT) not in sys.path:
     # run.py puts only benchmarks/ on the path; the reliability helpers live in the root.
     sys.path.insert(0, str(ROOT))
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle  # noqa: E402
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive  # noqa: E402
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef  # noqa: E402
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec  # noqa: E402
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader  # noqa: E402
 from reliability import stack  # noqa: E402
@@ -83,7 +84,7 @@ def _last(ids: list[int]) -> int:
 
 
 def _wait_first_commit(
-    handle: LocalJobHandle, checkpoint: Path, after: int, timeout_s: float, poll_s: float
+    handle: LocalJobRef, checkpoint: Path, after: int, timeout_s: float, poll_s: float
 ) -> tuple[int, float]:
     """The first batch committed past `after` and when its commit file was written (epoch s).
 
@@ -95,14 +96,14 @@ def _wait_first_commit(
         newer = [b for b in _batch_ids(checkpoint, "commits") if b > after]
         if newer:
             return newer[0], (checkpoint / "commits" / str(newer[0])).stat().st_mtime
-        if not handle.is_alive():
+        if not pid_alive(handle.pid):
             raise RuntimeError(f"driver {handle.pid} exited:\n{read_log(handle)}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"no batch after {after} on {checkpoint} in {timeout_s:g}s")
         time.sleep(poll_s)
 
 
-def _logged_at(handle: LocalJobHandle, message: str, not_before: float) -> float | None:
+def _logged_at(handle: LocalJobRef, message: str, not_before: float) -> float | None:
     """When the driver first logged a line starting with `message` (epoch s), not before
     `not_before`. The log's timestamps are local time, in milliseconds, of this machine."""
     try:
@@ -120,7 +121,7 @@ def _logged_at(handle: LocalJobHandle, message: str, not_before: float) -> float
     return None
 
 
-def _start_split(handle: LocalJobHandle, released: float, t1: float) -> dict[str, float | None]:
+def _start_split(handle: LocalJobRef, released: float, t1: float) -> dict[str, float | None]:
     started = _logged_at(handle, "query ", released)
     return {
         "query_start": None if started is None else started - released,
@@ -210,7 +211,7 @@ class Round:
             trigger_interval=setup.trigger,
         )
         self.spec = dataclasses.replace(spec, sink=dataclasses.replace(spec.sink, kind=SINK))
-        self.handles: list[LocalJobHandle] = []
+        self.handles: list[LocalJobRef] = []
         stack.create_topics(
             setup.bootstrap, {self.source: setup.partitions, self.sink: setup.partitions}
         )
@@ -219,7 +220,7 @@ class Round:
             setup.bootstrap, self.source, count=int(setup.rate * 7200), rate=setup.rate
         )
 
-    def start(self) -> LocalJobHandle:
+    def start(self) -> LocalJobRef:
         self.producer.start()
         handle = stack.submit(self.spec, self.workdir)
         self.handles.append(handle)
@@ -228,12 +229,12 @@ class Round:
         )
         return handle
 
-    def first_commit(self, handle: LocalJobHandle, after: int) -> tuple[int, float]:
+    def first_commit(self, handle: LocalJobRef, after: int) -> tuple[int, float]:
         return _wait_first_commit(
             handle, self.checkpoint, after, self.setup.timeout_s, self.setup.poll_s
         )
 
-    def finish(self, handle: LocalJobHandle, first_batch: int) -> stack.OnceCount:
+    def finish(self, handle: LocalJobRef, first_batch: int) -> stack.OnceCount:
         """Let the new driver run a few batches, stop the input, catch up, count the output."""
         stack.wait_committed_beyond(
             handle,
@@ -256,7 +257,7 @@ class Round:
     def close(self) -> None:
         self.producer.stop()
         for handle in self.handles:
-            if handle.is_alive():
+            if pid_alive(handle.pid):
                 stack.kill(handle)
         if self.setup.keep_logs is not None:
             self.setup.keep_logs.mkdir(parents=True, exist_ok=True)
@@ -266,12 +267,12 @@ class Round:
                     shutil.copy(log, self.setup.keep_logs / log.name)
 
 
-def _wait_logged(handle: LocalJobHandle, message: str, since: float, timeout_s: float) -> float:
+def _wait_logged(handle: LocalJobRef, message: str, since: float, timeout_s: float) -> float:
     from kafkaspark_devstack.drivers import read_log
 
     deadline = time.monotonic() + timeout_s
     while (at := _logged_at(handle, message, since)) is None:
-        if not handle.is_alive():
+        if not pid_alive(handle.pid):
             raise RuntimeError(f"driver {handle.pid} exited:\n{read_log(handle)}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"driver {handle.pid} never logged {message!r}")
@@ -292,7 +293,7 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
         savepoint_after_stop,
     )
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
-    from kafkaspark_devstack.drivers import wait_exit
+    from kafkaspark_devstack.drivers import driver_ref, wait_exit
 
     job = Round(setup, name)
     savepoints = str(setup.base / name / "savepoints")
@@ -304,7 +305,7 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
         if setup.handover == "warm":
             began = time.time()
             standby = submit_standby(LocalBackend(stack.MASTER), job.spec, options)
-            standby_handle = LocalJobHandle.from_submit_handle(standby)
+            standby_handle = driver_ref(standby)
             job.handles.append(standby_handle)
             warm_s = _wait_logged(standby_handle, "standby ready", began, setup.timeout_s) - began
         request_batch = _last(_batch_ids(job.checkpoint, "commits"))
@@ -314,14 +315,14 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
             requested_by="benchmark:restart_window",
             reason="restart window",
             drain_timeout_s=DRAIN_TIMEOUT_S,
-            ref=handle.to_ref(),
+            ref=handle,
             at_batch_boundary=True,  # as the restart-window DAG: a checkpoint-mode restore
         )
         if started is None:
             raise RuntimeError(f"{name}: no live driver to stop")
         deadline = time.monotonic() + started.wait_s
         cp = str(job.checkpoint)
-        while (stopped := check_stop(cp, started.request.requested_at_ms, handle.to_ref())) is None:
+        while (stopped := check_stop(cp, started.request.requested_at_ms, handle)) is None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name}: driver {handle.pid} did not stop")
             time.sleep(setup.poll_s)
@@ -392,7 +393,7 @@ def _savepoint_path(setup: Setup, name: str) -> PathRun:
         job.close()
 
 
-def _kill_mid_write(job: Round, handle: LocalJobHandle) -> tuple[int, float, float, int]:
+def _kill_mid_write(job: Round, handle: LocalJobRef) -> tuple[int, float, float, int]:
     """SIGKILL the driver once a planned, uncommitted batch is being written to the output.
 
     The sink writes while the batch's commit file is missing, so a batch whose output's end
@@ -427,16 +428,16 @@ def _kill_mid_write(job: Round, handle: LocalJobHandle) -> tuple[int, float, flo
     raise TimeoutError(f"{job.name}: never caught a batch being written")
 
 
-def _resubmit(spec: JobSpec, workdir: Path) -> LocalJobHandle:
+def _resubmit(spec: JobSpec, workdir: Path) -> LocalJobRef:
     """Start a new driver at once on a crashed driver's checkpoint.
 
     `stack.submit` (like the submit operator with if_running='fail') refuses while the
     killed driver's lease is fresh, up to `lease_ttl_s`; the new driver itself takes the
     lease over at once when its holder is a gone process of this host."""
-    from kafkaspark_devstack.drivers import submit_local
+    from kafkaspark_devstack.drivers import driver_ref, submit_local
 
     raw = submit_local(spec, str(workdir), master=stack.MASTER, restart_policy=None)
-    return LocalJobHandle.from_submit_handle(raw)
+    return driver_ref(raw)
 
 
 def _plain_path(setup: Setup, name: str) -> PathRun:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 from unittest import mock
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
@@ -535,17 +536,17 @@ def passthrough_spec(
 
 def submit(
     spec: JobSpec, workdir: Path, restart_policy: RestartPolicy | None = None
-) -> LocalJobHandle:
+) -> LocalJobRef:
     """Start the driver exactly as SubmitStreamingJobOperator does in local mode."""
     from airflow_provider_kafkaspark.lifecycle.errors import JobRunningError
     from airflow_provider_kafkaspark.lifecycle.observe import live_lease
-    from kafkaspark_devstack.drivers import submit_local
+    from kafkaspark_devstack.drivers import driver_ref, submit_local
 
     lease = live_lease(spec.checkpoint_location)
     if lease is not None:
         raise JobRunningError(f"{spec.checkpoint_location}: a live driver holds the lease")
     raw = submit_local(spec, str(workdir), master=MASTER, restart_policy=restart_policy)
-    return LocalJobHandle.from_submit_handle(raw)
+    return driver_ref(raw)
 
 
 def committed(checkpoint: str | Path) -> int:
@@ -560,13 +561,13 @@ def committed(checkpoint: str | Path) -> int:
 
 
 def wait_committed_beyond(
-    handle: LocalJobHandle, checkpoint: str | Path, batch: int, timeout_s: float = 180
+    handle: LocalJobRef, checkpoint: str | Path, batch: int, timeout_s: float = 180
 ) -> int:
     """Wait until a batch after `batch` is committed; the driver must stay alive."""
     from kafkaspark_devstack.drivers import read_log
 
     def latest() -> int:
-        if not handle.is_alive():
+        if not pid_alive(handle.pid):
             raise RuntimeError(f"driver {handle.pid} exited:\n{read_log(handle)}")
         return committed(checkpoint)
 
@@ -582,7 +583,7 @@ def wait_committed_beyond(
         raise TimeoutError(f"{exc}; thread dumps: {dump_stacks(handle)}") from None
 
 
-def dump_stacks(handle: LocalJobHandle) -> str:
+def dump_stacks(handle: LocalJobRef) -> str:
     """Ask a stalled driver where it is: SIGUSR1 to its Python processes (the runner writes
     its threads' stacks to the driver log), `jcmd Thread.print` of its JVMs and `py-spy dump`
     of its Python workers (the sink's tasks run there), written next to the log. The parts
@@ -656,7 +657,7 @@ def _process_tree(root: int) -> list[int]:
 
 
 def wait_caught_up(
-    handle: LocalJobHandle,
+    handle: LocalJobRef,
     checkpoint: str | Path,
     bootstrap: str,
     topics: list[str],
@@ -671,7 +672,7 @@ def wait_caught_up(
     with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:
 
         def position() -> tuple[bool, str]:
-            if not handle.is_alive():
+            if not pid_alive(handle.pid):
                 raise RuntimeError(f"driver {handle.pid} exited:\n{read_log(handle)}")
             ends = end_offsets(kafka, topics)
             try:
@@ -693,7 +694,7 @@ def wait_caught_up(
 
 
 def stop(
-    handle: LocalJobHandle,
+    handle: LocalJobRef,
     scenario: str,
     exit_timeout_s: float = 120,
     at_batch_boundary: bool = False,
@@ -707,7 +708,7 @@ def stop(
         requested_by=f"reliability:{scenario}",
         reason="scenario step",
         drain_timeout_s=120,
-        pid=handle.pid,
+        ref=handle,
         at_batch_boundary=at_batch_boundary,
     )
     if report is None or not report.clean:
@@ -721,7 +722,7 @@ def stop(
     return report.last_committed_batch if report.last_committed_batch is not None else -1
 
 
-def kill(handle: LocalJobHandle, timeout_s: float = 120) -> None:
+def kill(handle: LocalJobRef, timeout_s: float = 120) -> None:
     """SIGKILL the driver's whole process group, as a crashed machine would, and wait
     (bounded) until it is gone."""
     from kafkaspark_devstack.drivers import kill_driver
@@ -729,7 +730,7 @@ def kill(handle: LocalJobHandle, timeout_s: float = 120) -> None:
     kill_driver(handle)
     wait_for(
         f"driver {handle.pid} to be gone after SIGKILL (alive?)",
-        handle.is_alive,
+        lambda: pid_alive(handle.pid),
         timeout_s,
         poll_s=0.2,
         done=lambda alive: not alive,

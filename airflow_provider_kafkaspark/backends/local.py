@@ -10,6 +10,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from airflow_provider_kafkaspark.backends.base import (
     BatchResult,
@@ -38,27 +39,18 @@ class LocalBackend:
     def __init__(self, master: str = "local[2]") -> None:
         self.master = master
 
-    def _ref(self, spec: JobSpec, pid: int, log_file: str) -> LocalJobRef:
-        return self.ref_type(
-            job_name=spec.job_name,
-            checkpoint=spec.checkpoint_location,
-            host=socket.gethostname(),
-            pid=pid,
-            log_file=log_file,
-            master=self.master,
-        )
-
     def submit(self, spec: JobSpec, options: SubmitOptions) -> Submitted:
         from airflow_provider_kafkaspark.backends.local_driver import start_local_job
 
-        handle = start_local_job(
+        ref = start_local_job(
             spec,
             options.workdir,
             master=self.master,
             restart_policy=options.restart_policy,
             env=options.env,
+            ref_type=self.ref_type,
         )
-        return Submitted(self._ref(spec, handle.pid, handle.log_file), handle.to_dict())
+        return Submitted(ref, launch_details(ref))
 
     def run_batch(
         self, spec: JobSpec, module: str, args: Sequence[str], *, timeout_s: float
@@ -110,6 +102,21 @@ class LocalBackend:
         while pid_alive(local.pid) and time.monotonic() < deadline:
             reap(local.pid)
             time.sleep(0.2)
+
+
+def launch_details(ref: LocalJobRef) -> dict[str, Any]:
+    """What the submit's handle shows of a local driver besides its reference (the keys
+    handles have always had): where its log, spec and working folder are, when it started."""
+    return {
+        "job_name": ref.job_name,
+        "pid": ref.pid,
+        "log_file": ref.log_file,
+        "spec_file": ref.spec_file,
+        "checkpoint": ref.checkpoint,
+        "master": ref.master,
+        "started_at_ms": ref.started_at_ms,
+        "work_dir": ref.work_dir,
+    }
 
 
 class StandaloneBackend(LocalBackend):

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from airflow_provider_kafkaspark.backends.base import BatchResult
-from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.control.lease import now_ms
@@ -38,50 +36,6 @@ def driver_python(spark_conf: Mapping[str, str]) -> str:
     its own, `scripts/driver_env.sh`)."""
     chosen = spark_conf.get(DRIVER_PYTHON_CONF) or spark_conf.get(WORKER_PYTHON_CONF)
     return chosen or sys.executable
-
-
-@dataclass(frozen=True)
-class LocalJobHandle:
-    """Where a locally started driver runs and how to reach it (small, JSON-serializable)."""
-
-    job_name: str
-    pid: int
-    log_file: str
-    spec_file: str
-    checkpoint: str
-    master: str
-    started_at_ms: int
-    # The driver's working folder (Spark leaves artifacts/, spark-warehouse/ there).
-    work_dir: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> LocalJobHandle:
-        return cls(**raw)
-
-    @classmethod
-    def from_submit_handle(cls, handle: dict[str, Any]) -> LocalJobHandle:
-        """The local driver a submit's handle (`lifecycle/submit.submit_job`) names; the handle's
-        other keys (job_ref, since_batch, ...) are not part of it."""
-        return cls.from_dict({k: v for k, v in handle.items() if k in cls.__dataclass_fields__})
-
-    def is_alive(self) -> bool:
-        return pid_alive(self.pid)
-
-    def to_ref(self) -> LocalJobRef:
-        """The job reference of this driver (what the lifecycle's stop calls take)."""
-        import socket
-
-        return LocalJobRef(
-            self.job_name,
-            self.checkpoint,
-            socket.gethostname(),
-            self.pid,
-            self.log_file,
-            self.master,
-        )
 
 
 def spec_file_path(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:
@@ -134,7 +88,8 @@ def start_local_job(
     master: str = "local[2]",
     env: dict[str, str] | None = None,
     restart_policy: RestartPolicy | None = None,
-) -> LocalJobHandle:
+    ref_type: type[LocalJobRef] = LocalJobRef,
+) -> LocalJobRef:
     """Write the spec (it may hold client secrets: mode 0600) and start the runner in a new
     session, so it outlives the caller and can be signalled as a group. With a restart
     policy, a supervisor process starts (and restarts) the runner.
@@ -142,7 +97,10 @@ def start_local_job(
     The driver runs in a folder of its own next to its log, not in the caller's (an Airflow
     worker's) working folder; relative local paths in the spec are made absolute first. The
     spec's `python_path` entries are shipped into that folder, as to a cluster's container:
-    the driver (and a restart of it) reads them there, not where the caller had them."""
+    the driver (and a restart of it) reads them there, not where the caller had them.
+
+    Returns the driver's reference (`ref_type`: a standalone cluster's client-mode driver is a
+    local process under its own backend name)."""
     from airflow_provider_kafkaspark.backends.package_archive import ship_python_path
 
     caller_dir = os.getcwd()
@@ -182,13 +140,14 @@ def start_local_job(
             start_new_session=True,
         )
     _children[proc.pid] = proc
-    return LocalJobHandle(
+    return ref_type(
         job_name=spec.job_name,
+        checkpoint=spec.checkpoint_location,
+        host=socket.gethostname(),
         pid=proc.pid,
         log_file=str(log_file),
-        spec_file=str(spec_file),
-        checkpoint=spec.checkpoint_location,
         master=master,
+        spec_file=str(spec_file),
         started_at_ms=now_ms(),
         work_dir=str(work_dir),
     )

@@ -18,7 +18,12 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_from_dict, job_ref_to_dict
+from airflow_provider_kafkaspark.core.cluster.job_ref import (
+    JobRef,
+    LocalJobRef,
+    job_ref_from_dict,
+    job_ref_to_dict,
+)
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import now_ms
 from airflow_provider_kafkaspark.core.control.requests import Handover
@@ -28,7 +33,6 @@ from airflow_provider_kafkaspark.lifecycle.record import clear_stale_stop_reques
 
 if TYPE_CHECKING:
     from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
-    from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
     from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 log = logging.getLogger(__name__)
@@ -130,10 +134,10 @@ def wait_standby_ready(standby: dict[str, Any], timeout_s: float, poll_s: float 
             log.info("standby %s ready: warm-up %s", token, ready.warm_up_s)
             return time.monotonic() - began
         if not driver_alive(ref):
-            raise StandbyError(f"standby {token} exited before it was ready" + _log(standby))
+            raise StandbyError(f"standby {token} exited before it was ready" + _log(ref))
         if time.monotonic() - began > timeout_s:
             retire_standby(standby)
-            raise StandbyError(f"standby {token} not ready within {timeout_s:g}s" + _log(standby))
+            raise StandbyError(f"standby {token} not ready within {timeout_s:g}s" + _log(ref))
         time.sleep(poll_s)
 
 
@@ -152,8 +156,9 @@ def _standby_ref(standby: dict[str, Any]) -> JobRef:
     return job_ref_from_dict(standby["job_ref"], "standby handle")
 
 
-def _log(standby: dict[str, Any]) -> str:
-    return f" (driver log: {standby['log_file']})" if standby.get("log_file") else ""
+def _log(ref: JobRef) -> str:
+    log_file = ref.log_file if isinstance(ref, LocalJobRef) else ""
+    return f" (driver log: {log_file})" if log_file else ""
 
 
 class StandbyError(KafkaSparkError):

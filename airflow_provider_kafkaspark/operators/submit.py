@@ -219,15 +219,15 @@ class SubmitStreamingJobOperator(BaseOperator):
 
 
 def _describe(handle: dict[str, Any]) -> str:
-    if handle.get("pid") is not None:
+    from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef, job_ref_from_dict
+
+    ref = job_ref_from_dict(handle["job_ref"], "submit handle.job_ref")
+    if isinstance(ref, LocalJobRef):
         return (
-            f"pid {handle['pid']} (the {handle.get('pid_role')}; the driver's own pid is in the "
-            f"lease once it runs), driver log {handle.get('log_file')}"
+            f"pid {ref.pid} (the {handle.get('pid_role')}; the driver's own pid is in the "
+            f"lease once it runs), driver log {ref.log_file}"
         )
-    ref = handle.get("job_ref") or {}
-    return f"{handle.get('mode')} application {ref.get('application_id')} at " + str(
-        ref.get("resource_manager")
-    )
+    return f"{ref.backend} application {ref.application_id} at {ref.resource_manager}"
 
 
 class RestoreStreamingJobOperator(SubmitStreamingJobOperator):

@@ -12,8 +12,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.backends.local import LocalBackend
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle, started_child
+from airflow_provider_kafkaspark.backends import backend_for
+from airflow_provider_kafkaspark.backends.local_driver import started_child
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.job_ref import (
+    LocalJobRef,
+    job_ref_from_dict,
+)
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
@@ -39,38 +44,46 @@ def submit_local(
     return submit_job(backend, spec, options)
 
 
-def wait_exit(handle: LocalJobHandle, timeout_s: float) -> int | None:
+def driver_ref(handle: dict[str, Any]) -> LocalJobRef:
+    """The reference of the local driver a submit's handle names (its `job_ref`)."""
+    ref = job_ref_from_dict(handle["job_ref"], "submit handle.job_ref")
+    if not isinstance(ref, LocalJobRef):
+        raise TypeError(f"not a driver of this host: {ref.backend} reference {ref}")
+    return ref
+
+
+def wait_exit(ref: LocalJobRef, timeout_s: float) -> int | None:
     """The exit code, or None if still running after `timeout_s`. Exit codes of drivers
     that are not our children are unknown: -1 once they are gone."""
-    proc: subprocess.Popen[bytes] | None = started_child(handle.pid)
+    proc: subprocess.Popen[bytes] | None = started_child(ref.pid)
     if proc is not None:
         try:
             return proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             return None
     deadline = time.monotonic() + timeout_s
-    while handle.is_alive():
+    while pid_alive(ref.pid):
         if time.monotonic() > deadline:
             return None
         time.sleep(0.2)
     return -1
 
 
-def signal_driver(handle: LocalJobHandle, sig: signal.Signals = signal.SIGTERM) -> None:
+def signal_driver(ref: LocalJobRef, sig: signal.Signals = signal.SIGTERM) -> None:
     """SIGTERM goes to the Python driver only: the driver drains and stops the JVM itself."""
-    os.kill(handle.pid, sig)
+    os.kill(ref.pid, sig)
 
 
-def kill_driver(handle: LocalJobHandle) -> None:
+def kill_driver(ref: LocalJobRef) -> None:
     """SIGKILL the driver's whole process group (Python, JVM, workers), as a crash would:
     the local backend's own kill."""
-    LocalBackend(handle.master).force_kill(handle.to_ref())
-    wait_exit(handle, 30)
+    backend_for(ref).force_kill(ref)
+    wait_exit(ref, 30)
 
 
-def read_log(handle: LocalJobHandle, tail: int = 60) -> str:
+def read_log(ref: LocalJobRef, tail: int = 60) -> str:
     try:
-        lines = Path(handle.log_file).read_text(errors="replace").splitlines()
+        lines = Path(ref.log_file).read_text(errors="replace").splitlines()
     except OSError:
         return ""
     return "\n".join(lines[-tail:])

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from reliability import stack
@@ -30,7 +31,7 @@ from reliability.model import Profile, ScenarioResult
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
+    from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 
 NAME = "broker_loss"
 TITLE = (
@@ -221,7 +222,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         broker_config={"min.insync.replicas": "2", "default.replication.factor": "3"},
     )
     checkpoint, jobs = workdir / "checkpoint", workdir / "jobs"
-    handle: LocalJobHandle | None = None
+    handle: LocalJobRef | None = None
     producers: list[stack.SteadyProducer] = []
     watch = CommitWatch(checkpoint)
     conn_env = f"AIRFLOW_CONN_{CONN_ID.upper()}"
@@ -395,7 +396,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             watch.stop()
         for producer in producers:
             producer.stop()
-        if handle is not None and handle.is_alive():
+        if handle is not None and pid_alive(handle.pid):
             stack.kill(handle)
         cluster.stop()
         for key, value in saved_env.items():

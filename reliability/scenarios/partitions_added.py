@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from reliability import stack
 from reliability.model import Profile, ScenarioResult
 
@@ -68,7 +69,7 @@ def run(profile: Profile, workdir: Path, storage: str = "local") -> ScenarioResu
             running = handle
 
             def committed_offsets() -> dict[int, int]:
-                if not running.is_alive():
+                if not pid_alive(running.pid):
                     raise RuntimeError(f"driver {running.pid} exited")
                 return _committed_offsets(checkpoint)
 

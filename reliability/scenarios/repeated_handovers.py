@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from reliability import stack
 from reliability.model import Profile, ScenarioResult
 
@@ -35,24 +36,24 @@ def _wait_ready(standby: Any) -> None:
 
     stack.wait_for(
         f"standby {standby.pid} ready",
-        lambda: "standby ready" in read_log(standby) or not standby.is_alive(),
+        lambda: "standby ready" in read_log(standby) or not pid_alive(standby.pid),
         STANDBY_READY_S,
         0.5,
         done=bool,
     )
-    if not standby.is_alive():
+    if not pid_alive(standby.pid):
         raise RuntimeError(f"standby {standby.pid} exited:\n{read_log(standby)}")
 
 
 def run(profile: Profile, workdir: Path) -> ScenarioResult:
     from airflow_provider_kafkaspark.backends.base import SubmitOptions
     from airflow_provider_kafkaspark.backends.local import LocalBackend
-    from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
     from airflow_provider_kafkaspark.lifecycle.handover import hand_over, submit_standby
     from airflow_provider_kafkaspark.lifecycle.observe import live_lease
     from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
     from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
+    from kafkaspark_devstack.drivers import driver_ref
     from kafkaspark_devstack.kafka import LocalKafkaCluster
 
     result = ScenarioResult(NAME, TITLE)
@@ -83,7 +84,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             for i in range(profile.restores):
                 stack.wait_committed_beyond(handle, checkpoint, batch, timeout_s=300)
                 raw = submit_standby(LocalBackend(stack.MASTER), spec, options)
-                standby = LocalJobHandle.from_submit_handle(raw)
+                standby = driver_ref(raw)
                 handles.append(standby)
                 _wait_ready(standby)
                 # The standby is warm and waiting: it must not have touched the checkpoint.
@@ -141,7 +142,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         finally:
             producer.stop()
             for started in handles:
-                if started.is_alive():
+                if pid_alive(started.pid):
                     stack.kill(started)
         found = [value.decode() for value in stack.read_committed(bootstrap, SINK)]
     count = stack.OnceCount.of(producer.values, found)

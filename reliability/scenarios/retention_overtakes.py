@@ -22,7 +22,8 @@ import inspect
 import time
 from pathlib import Path
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.health.observe import kafka_view
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.kafka.reconcile import (
@@ -74,7 +75,7 @@ BROKER_CONFIG = {
 def run(profile: Profile, workdir: Path) -> ScenarioResult:
     result = ScenarioResult(name=NAME, title=TITLE)
     cluster = LocalKafkaCluster(workdir / "kafka", broker_config=BROKER_CONFIG)
-    handles: list[LocalJobHandle] = []
+    handles: list[LocalJobRef] = []
     checkpoint = workdir / "checkpoint"
     savepoints = workdir / "savepoints"
     try:
@@ -204,7 +205,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         )
     finally:
         for handle in handles:
-            if handle.is_alive():
+            if pid_alive(handle.pid):
                 stack.kill(handle)
         cluster.stop()
     return result

@@ -708,10 +708,17 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
 
 def _stop_driver(checkpoint: Path, handle: dict[str, Any]) -> None:
     """Whatever the DAG left running is stopped (killed after the drain bound)."""
+    from airflow_provider_kafkaspark.core.cluster.job_ref import ref_from_handle
     from airflow_provider_kafkaspark.lifecycle.observe import live_lease
     from airflow_provider_kafkaspark.lifecycle.stop import stop_job
 
-    pid = handle.get("pid")
+    ref = ref_from_handle(
+        handle or None,
+        job_name=str(handle.get("job_name", "")),
+        checkpoint=str(checkpoint),
+        host=socket.gethostname(),
+        where="submit handle",
+    )
     if live_lease(str(checkpoint)) is None:
         return
     stack.log(NAME, "a driver is still running: stopping it")
@@ -721,7 +728,7 @@ def _stop_driver(checkpoint: Path, handle: dict[str, Any]) -> None:
             requested_by=f"reliability:{NAME}",
             reason="scenario cleanup",
             drain_timeout_s=60,
-            pid=int(pid) if pid else None,
+            ref=ref,
             allow_force_kill=True,
         )
     except Exception as exc:  # noqa: BLE001 - cleanup goes on; the run already failed

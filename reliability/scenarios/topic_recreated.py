@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.health.observe import kafka_view
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.kafka.reconcile import (
@@ -51,7 +52,7 @@ KAFKA_TIMEOUT_S = 120.0
 def run(profile: Profile, workdir: Path) -> ScenarioResult:
     result = ScenarioResult(name=NAME, title=TITLE)
     cluster = LocalKafkaCluster(workdir / "kafka")
-    handles: list[LocalJobHandle] = []
+    handles: list[LocalJobRef] = []
     checkpoint = workdir / "checkpoint"
     savepoints = workdir / "savepoints"
     try:
@@ -141,7 +142,7 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
             )
     finally:
         for handle in handles:
-            if handle.is_alive():
+            if pid_alive(handle.pid):
                 stack.kill(handle)
         cluster.stop()
     return result

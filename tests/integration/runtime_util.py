@@ -7,19 +7,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle, start_local_job
+from airflow_provider_kafkaspark.backends.local_driver import start_local_job
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from kafkaspark_devstack.drivers import read_log
 
 
-def start(spec: dict[str, Any], workdir: Path, env: dict[str, str] | None = None) -> LocalJobHandle:
+def start(spec: dict[str, Any], workdir: Path, env: dict[str, str] | None = None) -> LocalJobRef:
     return start_local_job(JobSpec.from_dict(spec), workdir, env=env)
 
 
 def wait_until(
-    handle: LocalJobHandle | None,
+    handle: LocalJobRef | None,
     what: str,
     check: Callable[[], bool],
     timeout: float = 180,
@@ -32,7 +34,7 @@ def wait_until(
     checkpoint (last committed batch, lease), then the driver's log."""
     started = time.monotonic()
     while not check():
-        if handle is not None and not handle.is_alive():
+        if handle is not None and not pid_alive(handle.pid):
             raise AssertionError(f"driver exited while waiting for {what}:\n{read_log(handle)}")
         waited = time.monotonic() - started
         if waited > timeout:
@@ -45,11 +47,11 @@ def wait_until(
         time.sleep(0.5)
 
 
-def _driver_state(handle: LocalJobHandle | None) -> str:
+def _driver_state(handle: LocalJobRef | None) -> str:
     if handle is None:
         return "the condition false"
     return (
-        f"the condition false; driver {handle.pid} alive={handle.is_alive()}, "
+        f"the condition false; driver {handle.pid} alive={pid_alive(handle.pid)}, "
         f"last committed batch {committed_batches(handle.checkpoint)}, "
         f"lease held={has_lease(handle.checkpoint)}"
     )

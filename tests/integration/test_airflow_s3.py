@@ -19,7 +19,6 @@ import pytest
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
@@ -27,6 +26,7 @@ from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconc
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
+from kafkaspark_devstack.drivers import driver_ref
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import REGION, LocalS3Server
 from tests.conftest import S3_BUCKET, s3_env
@@ -89,7 +89,7 @@ def test_submit_health_stop_and_reconcile_through_an_aws_connection(
         workdir=str(tmp_path / "jobs"),
         max_restarts=0,
     ).execute(cast(Context, {}))
-    driver = LocalJobHandle.from_submit_handle(handle)
+    driver = driver_ref(handle)
     with KafkaSparkHook(aws_conn_id=store).storage():
         wait_until(driver, "a committed batch on S3", lambda: committed_batches(checkpoint) >= 0)
 
@@ -143,8 +143,8 @@ def test_submit_health_stop_and_reconcile_through_an_aws_connection(
     # The secret is nowhere the task writes: results, the driver's log, its spec file.
     secret = s3_server.secret_key
     assert secret not in json.dumps([handle, healthy, result, plan], default=str)
-    assert secret not in Path(handle["log_file"]).read_text(errors="replace")
-    assert secret not in Path(handle["spec_file"]).read_text()
+    assert secret not in Path(driver.log_file).read_text(errors="replace")
+    assert secret not in Path(driver.spec_file).read_text()
 
 
 def test_a_wrong_secret_fails_at_once_naming_the_url(

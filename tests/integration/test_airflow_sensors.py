@@ -21,7 +21,8 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
@@ -72,7 +73,7 @@ class FakeTI:
 
 @dataclass
 class LiveDriver:
-    handle: LocalJobHandle
+    handle: LocalJobRef
     checkpoint: str
     bootstrap: str
     started_ms: int
@@ -137,7 +138,7 @@ def live_driver(
     finally:
         if feeder.is_alive():
             feeder.stop()
-        if handle.is_alive():
+        if pid_alive(handle.pid):
             kill_driver(handle)
 
 
@@ -169,7 +170,7 @@ def test_poke_mode_becomes_healthy_after_new_batches(
     assert result["latest_committed"] >= since + 3
     assert latest_committed(live_driver.checkpoint) >= since + 3
     assert SECRET not in json.dumps(result)
-    assert live_driver.handle.is_alive(), read_log(live_driver.handle)
+    assert pid_alive(live_driver.handle.pid), read_log(live_driver.handle)
 
 
 def test_trigger_run_yields_healthy(

@@ -8,7 +8,7 @@ import signal
 from collections import Counter
 from pathlib import Path
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
 from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
@@ -59,7 +59,7 @@ def drained(kafka: KafkaFacade, checkpoint: str, topic: str) -> bool:
 
 def run_to_the_end(
     spec: dict[str, object], workdir: Path, kafka: KafkaFacade, topic: str
-) -> LocalJobHandle:
+) -> LocalJobRef:
     checkpoint = str(spec["checkpoint_location"])
     driver = start(spec, workdir)
     wait_until(driver, "all input read", lambda: drained(kafka, checkpoint, topic), 300)

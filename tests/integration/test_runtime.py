@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 import airflow_provider_kafkaspark
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
@@ -105,7 +106,7 @@ def test_graceful_stop_lag_group_and_second_driver(
     second = start(spec, tmp_path / "run2")
     assert wait_exit(second, 120) == 3, read_log(second)
     assert "held by" in read_log(second)
-    assert driver.is_alive()
+    assert pid_alive(driver.pid)
 
     request_stop(checkpoint, requested_by="test", reason="graceful stop test")
     assert wait_exit(driver, 180) == 0, read_log(driver)
@@ -221,6 +222,7 @@ def test_deferrable_stop_operator_on_a_real_driver(
 
     from airflow.sdk.exceptions import TaskDeferred
 
+    from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_to_dict
     from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
     from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 
@@ -238,7 +240,7 @@ def test_deferrable_stop_operator_on_a_real_driver(
         checkpoint=checkpoint,
         job_name="defer_stop",
         savepoint_root=str(tmp_path / "sp"),
-        handle=driver.to_dict(),
+        handle={"job_ref": job_ref_to_dict(driver)},
         deferrable=True,
         poll_interval_s=0.5,
     )

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.spec.job_code import check_code_visible, resolve_python_path
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
-from kafkaspark_devstack.drivers import kill_driver, submit_local
+from kafkaspark_devstack.drivers import driver_ref, kill_driver, submit_local
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic, produce_numbered
 from tests.integration.runtime_util import committed_batches, wait_until
@@ -63,7 +62,7 @@ def test_the_driver_runs_code_whose_submit_host_folder_is_gone(
     check_code_visible(spec)  # the submit's own check still reads the host's folder
     handle = submit_local(spec, str(tmp_path / "drivers"), master="local[2]", restart_policy=None)
     (dags / "jobs").rename(dags / "jobs-moved")  # nothing of the submit host's path is left
-    driver = LocalJobHandle.from_submit_handle(handle)
+    driver = driver_ref(handle)
     try:
         wait_until(
             driver, "3 committed batches", lambda: committed_batches(spec.checkpoint_location) >= 2

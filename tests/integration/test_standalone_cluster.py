@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_kafkaspark.backends.local_driver import start_local_job
+from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from airflow_provider_kafkaspark.core.control.folder import request_stop
 from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
@@ -154,7 +155,7 @@ def test_client_mode_on_a_standalone_cluster(
     kafka = KafkaFacade({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + 300
     while True:
-        assert driver.is_alive(), read_log(driver)
+        assert pid_alive(driver.pid), read_log(driver)
         assert time.monotonic() < deadline, read_log(driver)
         try:
             if caught_up(CheckpointReader(checkpoint).position(), end_offsets(kafka, [source])):

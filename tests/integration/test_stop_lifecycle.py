@@ -15,13 +15,13 @@ from typing import Any
 import pyspark
 import pytest
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import LeaseHeldError
 from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop, stop_job
-from kafkaspark_devstack.drivers import submit_local, wait_exit
+from kafkaspark_devstack.drivers import driver_ref, submit_local, wait_exit
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from reliability.stack import dump_stacks
 from tests.integration.kafka_util import create_topic, produce_numbered
@@ -67,10 +67,10 @@ def test_stop_then_savepoint_at_once_round_after_round(
         produce_numbered(bootstrap, "stop_race", 20, start=round_no * 20)
         handle = submit_local(spec, "drivers", master="local[1]", restart_policy=None)
         assert handle["pid_role"] == "driver"
-        driver = LocalJobHandle.from_submit_handle(handle)
+        driver = driver_ref(handle)
         wait_until(driver, f"round {round_no}: a new batch", partial(advanced, checkpoint, before))
-        assert os.readlink(f"/proc/{driver.pid}/cwd") == handle["work_dir"]
-        assert Path(handle["work_dir"]).parent == tmp_path / "drivers"
+        assert os.readlink(f"/proc/{driver.pid}/cwd") == driver.work_dir
+        assert Path(driver.work_dir).parent == tmp_path / "drivers"
         if round_no == 0:
             assert_stacks_can_be_dumped(driver)
         # Polled as often as the file system allows: the savepoint follows the report at once.
@@ -89,7 +89,7 @@ def test_stop_then_savepoint_at_once_round_after_round(
         else:
             # The driver's Spark, from its stopped report, not the caller's (None here).
             assert manifest.spark_version == report.spark_version == pyspark.__version__
-        assert wait_exit(driver, 60) in (0, 2), Path(handle["log_file"]).read_text()[-3000:]
+        assert wait_exit(driver, 60) in (0, 2), Path(driver.log_file).read_text()[-3000:]
     assert refusals == []
     assert len(list(Path(savepoints).glob("stop_race-*"))) == ROUNDS
     assert list((tmp_path / "out").glob("*.parquet")), "the relative sink path got no output"
@@ -117,10 +117,10 @@ def test_a_stop_issued_while_the_driver_starts_waits_for_it(
     )
     assert report is not None, "the stop found nothing to stop"
     assert report.reason == "stop request by test: right away"
-    assert wait_exit(LocalJobHandle.from_submit_handle(handle), 60) in (0, 2)
+    assert wait_exit(driver_ref(handle), 60) in (0, 2)
 
 
-def assert_stacks_can_be_dumped(driver: LocalJobHandle) -> None:
+def assert_stacks_can_be_dumped(driver: LocalJobRef) -> None:
     """What the reliability harness does when a driver stalls: the JVM's threads go to a
     file, the runner's Python threads (SIGUSR1) to the driver log."""
     where = dump_stacks(driver)
@@ -173,8 +173,9 @@ def test_a_bad_job_ends_for_good_and_says_why(
         restart_policy=RestartPolicy(max_restarts=3, backoff_s=1),
     )
     assert handle["pid_role"] == "supervisor"
-    exit_code = wait_exit(LocalJobHandle.from_submit_handle(handle), 180)
-    log = Path(handle["log_file"]).read_text()
+    driver = driver_ref(handle)
+    exit_code = wait_exit(driver, 180)
+    log = Path(driver.log_file).read_text()
     assert exit_code == 4, log[-3000:]
     control = ControlFolder(spec.checkpoint_location)
     stopped = control.read_stopped()
@@ -187,7 +188,7 @@ def test_a_bad_job_ends_for_good_and_says_why(
     with KafkaFacade({"bootstrap.servers": bootstrap}) as kafka:
         decision = read_watch_inputs(spec.checkpoint_location, kafka).decide(watch, now_ms())
     assert decision.state == "failed" and expected in decision.reason
-    assert handle["log_file"] in decision.reason
+    assert driver.log_file in decision.reason
     # What a person sees at a terminal: the reason and where the driver's log is.
     kafkaspark = str(Path(sys.executable).parent / "kafkaspark")
     shown = subprocess.run(
@@ -200,4 +201,4 @@ def test_a_bad_job_ends_for_good_and_says_why(
     assert shown.returncode == 0, shown.stderr
     inspected = json.loads(shown.stdout)
     assert inspected["stopped"]["exit_code"] == 4 and expected in inspected["stopped"]["message"]
-    assert inspected["driver_log"] == handle["log_file"]
+    assert inspected["driver_log"] == driver.log_file

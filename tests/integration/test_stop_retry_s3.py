@@ -22,12 +22,11 @@ import pytest
 from airflow.sdk import Context
 from airflow.sdk.exceptions import TaskDeferred
 
-from airflow_provider_kafkaspark.backends.local_driver import LocalJobHandle
 from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
-from kafkaspark_devstack.drivers import read_log, wait_exit
+from kafkaspark_devstack.drivers import driver_ref, read_log, wait_exit
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import LocalS3Server
 from tests.conftest import S3_BUCKET, s3_env
@@ -87,7 +86,7 @@ def test_a_retried_stop_returns_the_first_tries_savepoint(
         workdir=str(tmp_path / "jobs"),
         max_restarts=0,
     ).execute(cast(Context, {}))
-    driver = LocalJobHandle.from_submit_handle(handle)
+    driver = driver_ref(handle)
     with KafkaSparkHook(aws_conn_id="s3_retry").storage():
         wait_until(driver, "two committed batches", lambda: committed_batches(checkpoint) >= 1)
 

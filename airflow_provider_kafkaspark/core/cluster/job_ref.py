@@ -8,7 +8,7 @@ driver, is that YARN application this job's) are plain functions here."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, RefusedError
@@ -18,7 +18,9 @@ YARN_APPLICATION_ID = re.compile(r"^application_\d+_\d+$")
 
 @dataclass(frozen=True)
 class LocalJobRef:
-    """A driver started as a detached process on `host` (local mode, or client mode)."""
+    """A driver started as a detached process on `host` (local mode, or client mode). The
+    launcher fills the last three; references written before they existed (and those built
+    from a bare pid) leave them empty."""
 
     backend: ClassVar[str] = "local"
     job_name: str
@@ -27,6 +29,10 @@ class LocalJobRef:
     pid: int
     log_file: str
     master: str
+    spec_file: str = ""
+    started_at_ms: int = 0
+    # The driver's working folder (Spark leaves artifacts/, spark-warehouse/ there).
+    work_dir: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,8 @@ def job_ref_from_dict(raw: Any, where: str = "job reference") -> JobRef:
             f"{where}: backend {backend!r} is not one of {', '.join(_TYPES)}"
         )
     names = {f.name: f for f in fields(kind)}
-    missing = sorted(set(names) - set(raw))
+    optional = {f.name for f in fields(kind) if f.default is not MISSING}
+    missing = sorted(set(names) - optional - set(raw))
     if missing:
         raise InvalidArgumentError(f"{where}: {backend} reference lacks {', '.join(missing)}")
     unknown = sorted(set(raw) - set(names) - {"backend"})
@@ -80,7 +87,7 @@ def job_ref_from_dict(raw: Any, where: str = "job reference") -> JobRef:
         raise InvalidArgumentError(
             f"{where}: {backend} reference has unknown fields {', '.join(unknown)}"
         )
-    values = {name: raw[name] for name in names}
+    values = {name: raw[name] for name in names if name in raw}
     for name, value in values.items():
         wanted = int if names[name].type in ("int", int) else str
         if not isinstance(value, wanted) or isinstance(value, bool):

@@ -23,14 +23,56 @@ LOCAL = LocalJobRef("ip_count", "s3://b/cp", "worker-1", 4242, "/tmp/d.log", "lo
 STANDALONE = StandaloneJobRef(
     "ip_count", "s3://b/cp", "worker-1", 4242, "/tmp/d.log", "spark://m:7077"
 )
+LAUNCHED = LocalJobRef(
+    "ip_count",
+    "s3://b/cp",
+    "worker-1",
+    4242,
+    "/tmp/d.log",
+    "local[2]",
+    spec_file="/tmp/d.spec.json",
+    started_at_ms=1_700_000_000_000,
+    work_dir="/tmp/d.work",
+)
 YARN = YarnJobRef("ip_count", "s3://b/cp", "application_1700000000000_0007", "http://rm:8088")
 
 
-@pytest.mark.parametrize("ref", [LOCAL, STANDALONE, YARN])
+@pytest.mark.parametrize("ref", [LOCAL, LAUNCHED, STANDALONE, YARN])
 def test_a_reference_survives_its_dict_form(ref: Any) -> None:
     raw = job_ref_to_dict(ref)
     assert raw["backend"] == ref.backend
     assert job_ref_from_dict(raw) == ref
+
+
+def test_a_local_reference_written_before_the_launch_fields_still_loads() -> None:
+    # The dict form references had before spec_file, started_at_ms and work_dir: XComs and
+    # submitted markers of earlier submits.
+    old = {
+        "backend": "local",
+        "job_name": "ip_count",
+        "checkpoint": "s3://b/cp",
+        "host": "worker-1",
+        "pid": 4242,
+        "log_file": "/tmp/d.log",
+        "master": "local[2]",
+    }
+    ref = job_ref_from_dict(old)
+    assert ref == LOCAL
+    assert isinstance(ref, LocalJobRef)
+    assert (ref.spec_file, ref.started_at_ms, ref.work_dir) == ("", 0, "")
+    assert job_ref_from_dict({**old, "backend": "standalone", "master": "spark://m:7077"}) == (
+        STANDALONE
+    )
+
+
+def test_the_launch_fields_are_in_the_dict_form_and_typed() -> None:
+    raw = job_ref_to_dict(LAUNCHED)
+    assert raw["spec_file"] == "/tmp/d.spec.json" and raw["work_dir"] == "/tmp/d.work"
+    assert raw["started_at_ms"] == 1_700_000_000_000
+    with pytest.raises(InvalidArgumentError, match="started_at_ms must be int"):
+        job_ref_from_dict({**raw, "started_at_ms": "soon"})
+    with pytest.raises(InvalidArgumentError, match="work_dir must be str"):
+        job_ref_from_dict({**raw, "work_dir": None})
 
 
 @pytest.mark.parametrize(
