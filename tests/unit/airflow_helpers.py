@@ -3,11 +3,14 @@ the hook)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import cast
+from collections.abc import AsyncGenerator
+from typing import Any, cast
 
 import pytest
 from airflow.sdk import Context
+from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_kafkaspark.core.control.lease import Lease
 from airflow_provider_kafkaspark.core.health.rules import Observation
@@ -54,3 +57,20 @@ def kafka_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, extra: objec
         f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "kafka", "extra": text})
     )
     return conn_id
+
+
+def first_event_closed_elsewhere(trigger: BaseTrigger) -> dict[str, Any]:
+    """A trigger's first event, read in one task, then its generator closed in another task
+    (another context), as asyncio finalizes a generator the triggerer left unfinished."""
+
+    async def read_then_close() -> dict[str, Any]:
+        events = cast("AsyncGenerator[TriggerEvent, None]", trigger.run())
+
+        async def first() -> TriggerEvent:
+            return await anext(events)
+
+        event = await asyncio.create_task(first())
+        await asyncio.create_task(events.aclose())
+        return dict(event.payload)
+
+    return asyncio.run(read_then_close())

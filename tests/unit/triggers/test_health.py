@@ -6,8 +6,8 @@ import asyncio
 import importlib
 import itertools
 import json
-from collections.abc import AsyncGenerator, Iterator
-from typing import Any, cast
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from airflow.triggers.base import TriggerEvent
@@ -20,7 +20,7 @@ from airflow_provider_kafkaspark.triggers.health import (
     StreamingHealthTrigger,
     WatchInputs,
 )
-from tests.unit.airflow_helpers import SECRET, T0, lease, obs
+from tests.unit.airflow_helpers import SECRET, T0, first_event_closed_elsewhere, lease, obs
 
 
 def make_trigger(**kwargs: Any) -> StreamingHealthTrigger:
@@ -123,14 +123,4 @@ def test_trigger_closes_from_another_task_than_the_one_that_read_its_event(
     monkeypatch.setattr(trigger_module, "read_watch_inputs", inputs)
     trigger = make_trigger(since_ms=None, started_ms=None)
 
-    async def read_then_close_elsewhere() -> dict[str, Any]:
-        events = cast("AsyncGenerator[TriggerEvent, None]", trigger.run())
-
-        async def first() -> TriggerEvent:
-            return await anext(events)
-
-        event = await asyncio.create_task(first())
-        await asyncio.create_task(events.aclose())
-        return dict(event.payload)
-
-    assert asyncio.run(read_then_close_elsewhere())["state"] == "timeout"
+    assert first_event_closed_elsewhere(trigger)["state"] == "timeout"

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any, cast
-
-from airflow.triggers.base import TriggerEvent
+from typing import Any
 
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
 from airflow_provider_kafkaspark.core.control.reports import StoppedReport
 from airflow_provider_kafkaspark.triggers.stop import StreamingStopTrigger
+from tests.unit.airflow_helpers import first_event_closed_elsewhere
 
 
 def first_event(trigger: StreamingStopTrigger) -> dict[str, Any]:
@@ -82,14 +80,4 @@ def test_the_trigger_closes_from_another_task_than_the_one_that_read_its_event(
     ControlFolder(checkpoint).acquire_lease(Lease.new("job"))
     trigger = StreamingStopTrigger(checkpoint, now_ms(), 0.1, poll_interval_s=0.05)
 
-    async def read_then_close_elsewhere() -> dict[str, Any]:
-        events = cast("AsyncGenerator[TriggerEvent, None]", trigger.run())
-
-        async def first() -> TriggerEvent:
-            return await anext(events)
-
-        event = await asyncio.create_task(first())
-        await asyncio.create_task(events.aclose())
-        return dict(event.payload)
-
-    assert asyncio.run(read_then_close_elsewhere())["state"] == "timeout"
+    assert first_event_closed_elsewhere(trigger)["state"] == "timeout"
