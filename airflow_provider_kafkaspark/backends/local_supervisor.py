@@ -25,14 +25,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_kafkaspark.core.cluster.restart import RestartBudget, RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.restart import (
+    FINAL_EXITS,
+    RestartBudget,
+    RestartPolicy,
+)
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import now_ms
 from airflow_provider_kafkaspark.core.control.reports import SupervisorState
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 log = logging.getLogger("kafkaspark.supervisor")
-FINAL_EXITS = frozenset({0, 2, 3, 4, 5})  # see spark/runner.py
 
 
 def main(argv: Sequence[str] | None = None) -> int:

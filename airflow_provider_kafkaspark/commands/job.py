@@ -35,8 +35,14 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     where.add_argument(
         "--spark-conn-id",
         default=None,
-        help="an Airflow `spark` connection (master yarn, deploy-mode cluster: the driver "
-        "runs in YARN)",
+        help="an Airflow `spark` connection (master yarn or k8s://..., deploy-mode cluster: "
+        "the driver runs in YARN, or as a Kubernetes Job's pod)",
+    )
+    submit.add_argument(
+        "--kubernetes-conn-id",
+        default=None,
+        help="an Airflow `kubernetes` connection for a k8s:// master (default: "
+        "kubernetes_default if defined, else the kubeconfig)",
     )
     submit.add_argument("--jars", default=None, help="jars for spark-submit on YARN (comma list)")
     submit.add_argument(
@@ -207,7 +213,13 @@ def _backend(args: argparse.Namespace) -> JobBackend:
         if backend_kind(master, mode) is BackendKind.YARN:
             found = use_spark_submit(binary, args.spark_home)
             print(f"spark-submit: {found.path} (from {found.source})")
-    return deployment_backend(master, mode, spark_conn_id=args.spark_conn_id, jars=args.jars)
+    return deployment_backend(
+        master,
+        mode,
+        spark_conn_id=args.spark_conn_id,
+        jars=args.jars,
+        kubernetes_conn_id=args.kubernetes_conn_id,
+    )
 
 
 def _submit(args: argparse.Namespace) -> tuple[dict[str, Any], str]:

@@ -8,7 +8,12 @@ import socket
 import time
 
 from airflow_provider_kafkaspark.core.cluster.host_process import holder_gone, reap
-from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef, LocalJobRef, job_ref_from_dict
+from airflow_provider_kafkaspark.core.cluster.job_ref import (
+    JobRef,
+    KubernetesJobRef,
+    LocalJobRef,
+    job_ref_from_dict,
+)
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
 from airflow_provider_kafkaspark.core.control.requests import SubmittedMarker, start_pending
@@ -93,6 +98,8 @@ def local_ref(checkpoint: str, pid: int | None, job_name: str = "") -> LocalJobR
 def describe_ref(ref: JobRef) -> str:
     if isinstance(ref, LocalJobRef):
         return f"{ref.backend} driver pid {ref.pid} on {ref.host}"
+    if isinstance(ref, KubernetesJobRef):
+        return f"Kubernetes Job {ref.namespace}/{ref.name} (uid {ref.uid})"
     return f"YARN application {ref.application_id} at {ref.resource_manager}"
 
 

@@ -26,7 +26,14 @@ class SubmitStreamingJobOperator(BaseOperator):
         or the connection's master: local mode, or a standalone cluster). With master ``yarn``
         and ``deploy-mode: cluster``, the official SparkSubmitHook submits it to YARN, whose
         ResourceManager (the extra's ``yarn_resourcemanager_webapp_address``) then observes
-        and restarts it. The result's ``job_ref`` names the driver for stop and health tasks.
+        and restarts it. With a ``k8s://`` master and ``deploy-mode: cluster``, the driver
+        runs as the pod of a Kubernetes Job in the extra's ``namespace`` (its image in the
+        spec's ``spark_conf`` as ``spark.kubernetes.container.image``). A ``k8s://`` master
+        in client mode is refused. The result's ``job_ref`` names the driver for stop and
+        health tasks.
+    :param kubernetes_conn_id: a cncf-kubernetes ``kubernetes`` connection for the API
+        server (default: ``kubernetes_default`` if defined, else this host's kubeconfig or
+        the worker pod's service account); stop and health tasks use that default.
     :param jars: comma-separated jars for ``spark-submit --jars`` on YARN (the Kafka
         connector's, and S3A's for state on S3), unless the cluster's Spark has them.
     :param if_running: what to do when a live driver holds the checkpoint's lease:
@@ -36,7 +43,8 @@ class SubmitStreamingJobOperator(BaseOperator):
     :param max_restarts / restart_window_s / restart_backoff_s: the restart policy: at most
         K restarts in a window, with back-off, by the local supervisor; on YARN, by YARN
         (``spark.yarn.maxAppAttempts``, ``spark.yarn.am.attemptFailuresValidityInterval``;
-        YARN has no back-off).
+        YARN has no back-off); on Kubernetes, by the Job (``backoffLimit`` with the Job
+        controller's own back-off, no window).
     :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint or savepoints
         on S3 (``s3://`` or ``s3a://``); the driver gets its credentials as the standard AWS
         variables, never in the spec. Without one, the standard AWS variables and files apply.
@@ -58,6 +66,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         "workdir",
         "master",
         "jars",
+        "kubernetes_conn_id",
         "handover_from",
     )
     ui_color = "#e8f4fd"
@@ -81,6 +90,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         restart_backoff_s: float = 5.0,
         aws_conn_id: str | None = None,
         jars: str | None = None,
+        kubernetes_conn_id: str | None = None,
         standby: bool = False,
         standby_timeout_s: float = 900.0,
         standby_ready_timeout_s: float = 600.0,
@@ -110,6 +120,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         self.restart_backoff_s = restart_backoff_s
         self.aws_conn_id = aws_conn_id
         self.jars = jars
+        self.kubernetes_conn_id = kubernetes_conn_id
         if standby and (restore_from or handover_from):
             raise InvalidArgumentError(
                 "standby=True starts a standby for a later restore: give restore_from and "
@@ -214,12 +225,17 @@ class SubmitStreamingJobOperator(BaseOperator):
         if self.spark_conn_id:
             master, deploy_mode = hook.spark_connection()
         return deployment_backend(
-            master, deploy_mode, spark_conn_id=self.spark_conn_id, jars=self.jars
+            master,
+            deploy_mode,
+            spark_conn_id=self.spark_conn_id,
+            jars=self.jars,
+            kubernetes_conn_id=self.kubernetes_conn_id,
         )
 
 
 def _describe(handle: dict[str, Any]) -> str:
     from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef, job_ref_from_dict
+    from airflow_provider_kafkaspark.lifecycle.observe import describe_ref
 
     ref = job_ref_from_dict(handle["job_ref"], "submit handle.job_ref")
     if isinstance(ref, LocalJobRef):
@@ -227,7 +243,7 @@ def _describe(handle: dict[str, Any]) -> str:
             f"pid {ref.pid} (the {handle.get('pid_role')}; the driver's own pid is in the "
             f"lease once it runs), driver log {ref.log_file}"
         )
-    return f"{ref.backend} application {ref.application_id} at {ref.resource_manager}"
+    return describe_ref(ref)
 
 
 class RestoreStreamingJobOperator(SubmitStreamingJobOperator):

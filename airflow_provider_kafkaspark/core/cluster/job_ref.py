@@ -11,9 +11,12 @@ import re
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, ClassVar
 
+from airflow_provider_kafkaspark.core.cluster.kubernetes_job import ANNOTATION_JOB
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, RefusedError
 
 YARN_APPLICATION_ID = re.compile(r"^application_\d+_\d+$")
+# A DNS label or subdomain (namespaces, Job names) or a uid: lower-case letters, digits, - .
+DNS_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,21 @@ class YarnJobRef:
 
 
 @dataclass(frozen=True)
+class KubernetesJobRef:
+    """A driver pod of a Kubernetes Job (the restart policy is the Job's): the Job's namespace,
+    name and uid, which no other Job ever has, and the API server it was submitted to (for
+    people reading it: another host may reach the same server at another address)."""
+
+    backend: ClassVar[str] = "kubernetes"
+    job_name: str
+    checkpoint: str
+    namespace: str
+    name: str
+    uid: str
+    api_server: str = ""
+
+
+@dataclass(frozen=True)
 class StandaloneJobRef(LocalJobRef):
     """A driver on a Spark standalone cluster: a client-mode driver is a local process of
     `host`, so the reference is a local one under its own backend name."""
@@ -54,11 +72,12 @@ class StandaloneJobRef(LocalJobRef):
     backend: ClassVar[str] = "standalone"
 
 
-JobRef = LocalJobRef | YarnJobRef | StandaloneJobRef
-_TYPES: dict[str, type[LocalJobRef] | type[YarnJobRef] | type[StandaloneJobRef]] = {
+JobRef = LocalJobRef | YarnJobRef | StandaloneJobRef | KubernetesJobRef
+_TYPES: dict[str, type[JobRef]] = {
     "local": LocalJobRef,
     "yarn": YarnJobRef,
     "standalone": StandaloneJobRef,
+    "kubernetes": KubernetesJobRef,
 }
 
 
@@ -98,6 +117,12 @@ def job_ref_from_dict(raw: Any, where: str = "job reference") -> JobRef:
             f"{where}: application_id {ref.application_id!r} is not a YARN application id "
             f"(application_<cluster timestamp>_<number>)"
         )
+    if isinstance(ref, KubernetesJobRef):
+        for name in ("namespace", "name", "uid"):
+            if not DNS_NAME.match(getattr(ref, name)):
+                raise InvalidArgumentError(
+                    f"{where}: {name} {getattr(ref, name)!r} is not a Kubernetes name"
+                )
     return ref
 
 
@@ -130,6 +155,23 @@ def check_yarn_application(ref: YarnJobRef, app: dict[str, Any]) -> None:
         raise RefusedError(
             f"YARN application {ref.application_id} at {ref.resource_manager} is "
             f"{name!r}, not job {ref.job_name!r}: refusing to act on it"
+        )
+
+
+def check_kubernetes_job(ref: KubernetesJobRef, metadata: dict[str, Any]) -> None:
+    """The Job the API server returns for `ref.namespace/ref.name` must be the submit's own
+    (its uid) and this job's (its annotation): a Job of the same name from another submit, or
+    of another job, is not acted on."""
+    where = f"Kubernetes Job {ref.namespace}/{ref.name}"
+    if metadata.get("uid") != ref.uid:
+        raise RefusedError(
+            f"{where} has uid {metadata.get('uid')!r}, not the submit's {ref.uid!r} (a Job of "
+            f"the same name from another submit): refusing to act on it"
+        )
+    owner = (metadata.get("annotations") or {}).get(ANNOTATION_JOB)
+    if owner != ref.job_name:
+        raise RefusedError(
+            f"{where} runs job {owner!r}, not job {ref.job_name!r}: refusing to act on it"
         )
 
 

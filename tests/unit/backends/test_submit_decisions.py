@@ -28,6 +28,7 @@ from airflow_provider_kafkaspark.errors import InvalidArgumentError, RefusedErro
         ("spark://h:7077", None, BackendKind.STANDALONE),
         ("spark://h:7077", "client", BackendKind.STANDALONE),
         ("yarn", "cluster", BackendKind.YARN),
+        ("k8s://https://api:6443", "cluster", BackendKind.KUBERNETES),
     ],
 )
 def test_backend_kind(master: str, mode: str | None, kind: BackendKind) -> None:
@@ -38,7 +39,9 @@ def test_backend_kind(master: str, mode: str | None, kind: BackendKind) -> None:
     ("master", "mode", "named"),
     [
         ("spark://h:7077", "cluster", "standalone master cannot run a Python driver"),
-        ("k8s://https://api:6443", "cluster", "Kubernetes is not supported yet"),
+        # Never silently a process of the submitting host (a worker pod on Kubernetes).
+        ("k8s://https://api:6443", "client", "runs in cluster deploy mode"),
+        ("k8s://https://api:6443", None, "runs in cluster deploy mode"),
         ("yarn", "cluster-ish", "'cluster-ish'"),
     ],
 )

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from airflow_provider_kafkaspark.core.cluster.job_ref import (
+    KubernetesJobRef,
     LocalJobRef,
     StandaloneJobRef,
     YarnJobRef,
+    check_kubernetes_job,
     check_local_kill,
     check_yarn_application,
     job_ref_from_dict,
@@ -35,9 +37,17 @@ LAUNCHED = LocalJobRef(
     work_dir="/tmp/d.work",
 )
 YARN = YarnJobRef("ip_count", "s3://b/cp", "application_1700000000000_0007", "http://rm:8088")
+K8S = KubernetesJobRef(
+    "ip_count",
+    "s3://b/cp",
+    "streaming",
+    "ip-count-1a2b3c4d",
+    "5e0c7f3e-8d1a-4b57-9a55-3f0e2a1b9c77",
+    "https://10.244.0.1:6443",
+)
 
 
-@pytest.mark.parametrize("ref", [LOCAL, LAUNCHED, STANDALONE, YARN])
+@pytest.mark.parametrize("ref", [LOCAL, LAUNCHED, STANDALONE, YARN, K8S])
 def test_a_reference_survives_its_dict_form(ref: Any) -> None:
     raw = job_ref_to_dict(ref)
     assert raw["backend"] == ref.backend
@@ -78,7 +88,7 @@ def test_the_launch_fields_are_in_the_dict_form_and_typed() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"backend": "mesos"}, "backend 'mesos' is not one of local, yarn, standalone"),
+        ({"backend": "mesos"}, "backend 'mesos' is not one of local, yarn, standalone, kubernetes"),
         ({"application_id": None}, "application_id must be str"),
         ({"application_id": "app-7"}, "is not a YARN application id"),
         ({"extra": 1}, "unknown fields extra"),
@@ -119,3 +129,31 @@ def test_a_yarn_application_of_another_job_is_not_touched() -> None:
     check_yarn_application(YARN, {"id": YARN.application_id, "name": "ip_count"})
     with pytest.raises(RefusedError, match="is 'backfill', not job 'ip_count'"):
         check_yarn_application(YARN, {"id": YARN.application_id, "name": "backfill"})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"namespace": "Streaming"}, "namespace 'Streaming' is not a Kubernetes name"),
+        ({"name": "ip_count"}, "name 'ip_count' is not a Kubernetes name"),
+        ({"uid": ""}, "uid '' is not a Kubernetes name"),
+        ({"uid": 7}, "uid must be str"),
+    ],
+)
+def test_bad_kubernetes_references_name_the_field(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        job_ref_from_dict({**job_ref_to_dict(K8S), **change}, where="stop.job_ref")
+
+
+def test_a_kubernetes_job_of_another_submit_or_job_is_not_touched() -> None:
+    own = {"uid": K8S.uid, "annotations": {"kafkaspark.apache.org/job-name": "ip_count"}}
+    check_kubernetes_job(K8S, own)
+    # The same name, recreated by another submit: another uid.
+    with pytest.raises(RefusedError, match="not the submit's '5e0c7f3e"):
+        check_kubernetes_job(K8S, {**own, "uid": "0000"})
+    with pytest.raises(RefusedError, match="runs job 'backfill', not job 'ip_count'"):
+        check_kubernetes_job(
+            K8S, {**own, "annotations": {"kafkaspark.apache.org/job-name": "backfill"}}
+        )
+    with pytest.raises(RefusedError, match="runs job None"):
+        check_kubernetes_job(K8S, {"uid": K8S.uid})
