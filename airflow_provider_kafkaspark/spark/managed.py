@@ -30,6 +30,7 @@ supervisors do not restart it, since it would fail the same way again.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -44,7 +45,12 @@ from airflow_provider_kafkaspark.core.control.drain import (
     stopped_cleanly,
 )
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
-from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms, takeover_step
+from airflow_provider_kafkaspark.core.control.lease import (
+    KUBERNETES_JOB_APP,
+    Lease,
+    now_ms,
+    takeover_step,
+)
 from airflow_provider_kafkaspark.core.control.reports import StoppedReport
 from airflow_provider_kafkaspark.core.control.requests import StopRequest
 from airflow_provider_kafkaspark.core.kafka.offsets import offsets_json
@@ -444,7 +450,13 @@ class ManagedQuery:
 
 def application_attempt(spark: SparkSession) -> tuple[str | None, str | None]:
     """The cluster manager's application id and attempt id of this driver (YARN: the
-    application and "1", "2", ...; local mode: the app id and no attempt)."""
+    application and "1", "2", ...; a Kubernetes Job's driver pod: the Job's uid and the pod's,
+    from the variables its manifest sets; local mode: the app id and no attempt)."""
+    from airflow_provider_kafkaspark.core.cluster.kubernetes_job import JOB_UID_ENV, POD_UID_ENV
+
+    job_uid, pod_uid = os.environ.get(JOB_UID_ENV), os.environ.get(POD_UID_ENV)
+    if job_uid and pod_uid:
+        return f"{KUBERNETES_JOB_APP}{job_uid}", pod_uid
     context = spark.sparkContext
     attempt: str | None = None
     try:

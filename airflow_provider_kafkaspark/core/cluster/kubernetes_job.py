@@ -32,6 +32,9 @@ CONTAINER = "driver"
 JOB_FILES = "/opt/kafkaspark/job"
 SPEC_FILES = "/opt/kafkaspark/spec"
 SPEC_KEY = "job.spec.json"
+# The driver's Job and pod, for its lease (`core/control/lease.later_attempt`).
+JOB_UID_ENV = "KAFKASPARK_JOB_UID"
+POD_UID_ENV = "KAFKASPARK_POD_UID"
 # A ConfigMap holds at most 1 MiB; the provider's code is about a quarter of that.
 CONFIG_MAP_LIMIT = 1_000_000
 
@@ -158,6 +161,8 @@ def job_manifest(
     env: list[dict[str, Any]] = [
         _field_env("KAFKASPARK_POD_NAME", "metadata.name"),
         _field_env("KAFKASPARK_POD_IP", "status.podIP"),
+        _field_env(POD_UID_ENV, "metadata.uid"),
+        _field_env(JOB_UID_ENV, "metadata.labels['batch.kubernetes.io/controller-uid']"),
         {"name": "PYTHONPATH", "value": ":".join(f"{JOB_FILES}/{n}" for n in shipped)},
         {"name": "PYSPARK_SUBMIT_ARGS", "value": submit_args(shipped)},
         *(

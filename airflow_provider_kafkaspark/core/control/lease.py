@@ -100,15 +100,25 @@ def lease_step(
     return "refuse"
 
 
+# Application ids of drivers that are pods of a Kubernetes Job: the Job's uid after it, the
+# attempt id being the pod's uid (`spark/managed.application_attempt`).
+KUBERNETES_JOB_APP = "k8s-job:"
+
+
 def later_attempt(held: Lease, mine: Lease) -> bool:
     """Whether `mine` is a later attempt of the application that holds `held`. A cluster
     manager starts an application's next attempt only once it has ended the one before (YARN
-    runs one application master at a time), so that holder is finished or lost: its lease
-    need not be waited out. The holder's clock plays no part."""
+    runs one application master at a time; a Kubernetes Job whose pod failure policy is set
+    creates a pod only once the one before has failed), so that holder is finished or lost:
+    its lease need not be waited out. The holder's clock plays no part. YARN numbers its
+    attempts, and a later one never hands its lease back; a Job's pods are not numbered, and
+    while one of them runs no other does, so another pod of the Job is over."""
     if not (held.application_id and held.attempt_id and mine.attempt_id):
         return False
     if held.application_id != mine.application_id:
         return False
+    if held.application_id.startswith(KUBERNETES_JOB_APP):
+        return held.attempt_id != mine.attempt_id
     try:
         return int(held.attempt_id) < int(mine.attempt_id)
     except ValueError:

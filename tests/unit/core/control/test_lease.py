@@ -49,3 +49,19 @@ def test_takeover_step_from_what_was_observed() -> None:
     assert not later_attempt(attempt_lease("new", "3"), mine)
     assert not later_attempt(replace(held, attempt_id=None), mine)
     assert not later_attempt(held, replace(mine, attempt_id="x"))
+
+
+def test_another_pod_of_the_drivers_kubernetes_job_is_over() -> None:
+    # The Job creates a driver pod only once the one before has failed: a restarted pod takes
+    # the lease at once, as a later YARN attempt does, whatever the pods' uids.
+    app = "k8s-job:5e0c7f3e"
+    held = attempt_lease("old-pod", "b7f0", app=app)
+    mine = attempt_lease("new-pod", "a1c2", app=app)
+    assert later_attempt(held, mine)
+    assert takeover_step(held, mine, unchanged_for_ms=0, renewed_while_watched=True) == "take"
+    # Its own pod is not another attempt; another Job's pod is another application.
+    assert not later_attempt(held, replace(mine, attempt_id="b7f0"))
+    other_job = attempt_lease("other", "b7f0", app="k8s-job:9999")
+    assert not later_attempt(other_job, mine)
+    step = partial(takeover_step, mine=mine, unchanged_for_ms=0, at_ms=T + 1_000)
+    assert step(other_job, renewed_while_watched=True) == "refuse"
