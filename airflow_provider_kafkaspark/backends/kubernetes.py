@@ -14,8 +14,10 @@ any host with API access acts on the reference."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import secrets
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
 DEFAULT_NAMESPACE = "default"
+# The label the Job controller puts on its pods: the Job's uid.
+CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+log = logging.getLogger(__name__)
 
 
 class KubernetesBackend:
@@ -55,12 +60,14 @@ class KubernetesBackend:
         spark_conn_id: str | None = None,
         namespace: str | None = None,
         node_lost_after_s: int | None = None,
+        start_timeout_s: float = 120.0,
         api: ApiClient | None = None,
     ) -> None:
         self.kubernetes_conn_id = kubernetes_conn_id
         self.spark_conn_id = spark_conn_id
         self._namespace = namespace
         self.node_lost_after_s = node_lost_after_s
+        self.start_timeout_s = start_timeout_s
         self._api = api
 
     # -- API access ---------------------------------------------------------------------
@@ -192,6 +199,7 @@ class KubernetesBackend:
                 settings.namespace,
                 {"spec": {"suspend": False}},
             )
+            self._wait_started(ref, settings.image)
         except BaseException:
             # Nothing of this submit is left half made: the Job takes its objects with it.
             self.force_kill(ref)
@@ -231,6 +239,46 @@ class KubernetesBackend:
         shipped_spec = dataclasses.replace(shipped_spec, spark_conf=conf, python_path=python_path)
         return {key: base64.b64encode(data).decode() for key, data in raw.items()}, shipped_spec
 
+    def _wait_started(self, ref: KubernetesJobRef, image: str) -> None:
+        """Wait, bounded, for the driver's container to start: a pod that never will (an
+        image that is not there) fails the submit, not a health check an hour later. A slow
+        start (a large image being pulled, a node being added) is left to the health check."""
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            start = manifest.driver_start(self._pods(ref))
+            if start.started:
+                return
+            if start.problem is not None:
+                raise InvalidInputError(
+                    f"job {ref.job_name}: Kubernetes Job {ref.namespace}/{ref.name} cannot "
+                    f"start its driver: {start.problem}"
+                )
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "job %s: the driver pod of Kubernetes Job %s/%s has not started within "
+                    "%.0fs (image %s); the health check watches it from here",
+                    ref.job_name,
+                    ref.namespace,
+                    ref.name,
+                    self.start_timeout_s,
+                    image,
+                )
+                return
+            time.sleep(1.0)
+
+    def _pods(self, ref: KubernetesJobRef) -> list[dict[str, Any]]:
+        """The driver pods of the Job `ref` names (by its uid: no other Job's)."""
+        from kubernetes import client
+
+        listed = self._call(
+            f"the pods of Kubernetes Job {ref.namespace}/{ref.name}",
+            client.CoreV1Api(self.api).list_namespaced_pod,
+            ref.namespace,
+            label_selector=f"{CONTROLLER_UID}={ref.uid}",
+        )
+        body: dict[str, Any] = self.api.sanitize_for_serialization(listed)
+        return list(body.get("items") or [])
+
     # -- observe and kill ---------------------------------------------------------------
 
     def _kubernetes(self, ref: JobRef, action: str) -> KubernetesJobRef:
@@ -262,6 +310,10 @@ class KubernetesBackend:
             return JobStatus(own.job_name, self.name, False, "gone", {"kubernetes_job": own.name})
         status = job.get("status") or {}
         state = manifest.job_state(status)
+        start = manifest.driver_start(self._pods(own)) if state.alive else None
+        if start is not None and start.problem is not None:
+            # The Job waits for a pod that never starts: not a driver that will come.
+            state = manifest.JobState(False, "CannotStart", start.problem)
         detail = {
             "namespace": own.namespace,
             "kubernetes_job": own.name,
@@ -298,7 +350,7 @@ class KubernetesBackend:
             f"deleting the pods of Kubernetes Job {own.namespace}/{own.name}",
             core.delete_collection_namespaced_pod,
             own.namespace,
-            label_selector=f"batch.kubernetes.io/controller-uid={own.uid}",
+            label_selector=f"{CONTROLLER_UID}={own.uid}",
             grace_period_seconds=0,
         )
 

@@ -296,3 +296,48 @@ def job_state(status: Mapping[str, Any] | None) -> JobState:
     if "Suspended" in conditions and not status.get("active"):
         return JobState(False, "Suspended", str(conditions["Suspended"].get("reason") or ""))
     return JobState(True, "Running" if status.get("active") else "Pending")
+
+
+# Waiting reasons a driver pod never gets past by itself: the image is not on the node (and
+# may not be pulled) or is not an image name, or the pod names what its namespace lacks.
+_CANNOT_START = {
+    "ErrImageNeverPull": "its image is not on the node and the pull policy is Never",
+    "InvalidImageName": "its image name is not valid",
+    "CreateContainerConfigError": "its container cannot be configured",
+}
+_PULL_FAILED = ("ErrImagePull", "ImagePullBackOff")
+_NOT_FOUND = ("not found", "manifest unknown", "does not exist", "repository does not exist")
+
+
+@dataclass(frozen=True)
+class DriverStart:
+    """How far the newest driver pod of a Job got: `started` once its container ran (or
+    ended), `problem` when it never will (a message naming the pod and the reason)."""
+
+    started: bool
+    problem: str | None = None
+
+
+def driver_start(pods: Sequence[Mapping[str, Any]]) -> DriverStart:
+    """The start of the newest of a Job's pods (dicts as the API server returns them)."""
+    if not pods:
+        return DriverStart(False)
+    pod = max(pods, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""))
+    name = (pod.get("metadata") or {}).get("name")
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Running", "Succeeded", "Failed"):
+        return DriverStart(True)
+    for container in status.get("containerStatuses") or []:
+        state = container.get("state") or {}
+        if "running" in state or "terminated" in state:
+            return DriverStart(True)
+        waiting = state.get("waiting") or {}
+        reason, message = str(waiting.get("reason") or ""), str(waiting.get("message") or "")
+        image = container.get("image")
+        if reason in _CANNOT_START:
+            return DriverStart(
+                False, f"pod {name}: {_CANNOT_START[reason]} (image {image}): {message[:300]}"
+            )
+        if reason in _PULL_FAILED and any(s in message.lower() for s in _NOT_FOUND):
+            return DriverStart(False, f"pod {name}: image {image} not found: {message[:300]}")
+    return DriverStart(False)

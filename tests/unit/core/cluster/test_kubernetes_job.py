@@ -172,3 +172,30 @@ def condition(kind: str, reason: str = "") -> dict[str, str]:
 )
 def test_job_state(status: dict[str, Any] | None, expected: k8s.JobState) -> None:
     assert k8s.job_state(status) == expected
+
+
+def pod(
+    created: str, phase: str = "Pending", waiting: dict[str, str] | None = None
+) -> dict[str, Any]:
+    statuses = [{"image": "kafkaspark/spark:4", "state": {"waiting": waiting}}] if waiting else []
+    return {
+        "metadata": {"name": f"p-{created}", "creationTimestamp": created},
+        "status": {"phase": phase, "containerStatuses": statuses},
+    }
+
+
+def test_a_driver_pod_that_will_never_start_is_named() -> None:
+    assert k8s.driver_start([]) == k8s.DriverStart(False)
+    assert k8s.driver_start([pod("1", "Running")]).started
+    creating = pod("1", waiting={"reason": "ContainerCreating"})
+    assert k8s.driver_start([creating]) == k8s.DriverStart(False)
+    never = pod("2", waiting={"reason": "ErrImageNeverPull", "message": "image not present"})
+    problem = k8s.driver_start([never]).problem
+    assert problem is not None and "pod p-2" in problem and "kafkaspark/spark:4" in problem
+    missing = {"reason": "ImagePullBackOff", "message": "manifest unknown: not found"}
+    assert "not found" in str(k8s.driver_start([pod("3", waiting=missing)]).problem)
+    # A pull that failed for another reason (a registry down) may heal: not a problem yet.
+    flaky = {"reason": "ErrImagePull", "message": "dial tcp: i/o timeout"}
+    assert k8s.driver_start([pod("3", waiting=flaky)]) == k8s.DriverStart(False)
+    # The newest pod speaks for the Job: an old failed pod does not hide a stuck new one.
+    assert k8s.driver_start([pod("1", "Failed"), never]).problem == problem
