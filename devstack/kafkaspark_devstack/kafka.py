@@ -57,10 +57,13 @@ class KafkaNode:
     controller_port: int
     data_dir: str
     pid: int | None = None
+    # Where it listens: loopback, a bed host's address, or the address of a local
+    # Kubernetes cluster's bridge (where pods reach it).
+    host: str = HOST
 
     @property
     def address(self) -> str:
-        return f"{HOST}:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 @dataclass
@@ -93,6 +96,7 @@ class LocalKafkaCluster:
         heap: str = DEFAULT_HEAP,
         jars_dir: Path | None = None,
         broker_jvm_options: list[str] | None = None,
+        host: str = HOST,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be 1 or more, got {brokers}")
@@ -114,9 +118,10 @@ class LocalKafkaCluster:
                 nodes.append(
                     KafkaNode(
                         node_id=node_id,
-                        port=(port + i) if port else free_port(),
-                        controller_port=(port + 100 + i) if port else free_port(),
+                        port=(port + i) if port else free_port(host),
+                        controller_port=(port + 100 + i) if port else free_port(host),
                         data_dir=str(self.base_dir / f"node-{node_id}" / "data"),
+                        host=host,
                     )
                 )
             self._state = _ClusterState(_new_cluster_id(), nodes, dict(broker_config or {}))
@@ -175,7 +180,7 @@ class LocalKafkaCluster:
         to_start = [n for n in self._state.nodes if not self._alive(n)]
         for n in to_start:
             for port, what in ((n.port, "listener"), (n.controller_port, "controller")):
-                if port_in_use(port):
+                if port_in_use(port, n.host):
                     raise PortInUseError(
                         f"port {port} ({what} of Kafka node {n.node_id}) is already in use: "
                         f"stop what holds it or choose another port (--port)"
@@ -200,7 +205,7 @@ class LocalKafkaCluster:
         n = self.node(node_id)
         if self._alive(n):
             return
-        if port_in_use(n.port):
+        if port_in_use(n.port, n.host):
             raise PortInUseError(
                 f"port {n.port} (listener of Kafka node {node_id}) is already in use"
             )
@@ -322,13 +327,13 @@ class LocalKafkaCluster:
 
     def _node_config(self, n: KafkaNode) -> dict[str, str]:
         count = len(self._state.nodes)
-        voters = ",".join(f"{m.node_id}@{HOST}:{m.controller_port}" for m in self._state.nodes)
+        voters = ",".join(f"{m.node_id}@{m.host}:{m.controller_port}" for m in self._state.nodes)
         config = {
             "process.roles": "broker,controller",
             "node.id": str(n.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{HOST}:{n.port},CONTROLLER://{HOST}:{n.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{n.port}",
+            "listeners": f"PLAINTEXT://{n.host}:{n.port},CONTROLLER://{n.host}:{n.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{n.host}:{n.port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",

@@ -12,18 +12,18 @@ HOST_ENV = "KAFKASPARK_LOCAL_HOST"
 HOST = os.environ.get(HOST_ENV) or "127.0.0.1"
 
 
-def free_port() -> int:
+def free_port(host: str = HOST) -> int:
     """A port nothing listens on right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
-def port_in_use(port: int) -> bool:
+def port_in_use(port: int, host: str = HOST) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((HOST, port))
+            sock.bind((host, port))
         except OSError:
             return True
     return False
