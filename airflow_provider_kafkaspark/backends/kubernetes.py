@@ -153,7 +153,7 @@ class KubernetesBackend:
             settings.namespace,
         )
         name = manifest.resource_name(spec.job_name, secrets.token_hex(4))
-        code, shipped_spec = self._job_files(spec, settings, name)
+        code, shipped_spec = self._job_files(spec, settings, name, sorted(options.env))
         job = self._call(
             f"creating Job {name} in {where}",
             batch.create_namespaced_job,
@@ -214,7 +214,11 @@ class KubernetesBackend:
         return Submitted(ref, details)
 
     def _job_files(
-        self, spec: JobSpec, settings: manifest.DriverPodSettings, name: str
+        self,
+        spec: JobSpec,
+        settings: manifest.DriverPodSettings,
+        name: str,
+        env_names: list[str],
     ) -> tuple[dict[str, str], JobSpec]:
         """The ConfigMap's zips (base64, as binaryData wants; in the order the driver imports
         them) and the spec the driver runs: naming the shipped zips, and with the settings
@@ -231,7 +235,10 @@ class KubernetesBackend:
             shipped_spec, shipped = ship_python_path(spec, folder)
             raw = {p.name: p.read_bytes() for p in [package_zip(folder), *shipped]}
         manifest.check_config_map_size(raw, spec.job_name)
-        conf = {**manifest.driver_spark_conf(settings, name), **shipped_spec.spark_conf}
+        conf = {
+            **manifest.driver_spark_conf(settings, name, env_names),
+            **shipped_spec.spark_conf,
+        }
         # The shipped entries by their path in the pod (the driver's working folder is the
         # image's, not the ConfigMap's).
         mounted = {p.name: f"{manifest.JOB_FILES}/{p.name}" for p in shipped}

@@ -131,16 +131,22 @@ def submit_args(shipped: Sequence[str]) -> str:
     return shlex.join([*args, "pyspark-shell"])
 
 
-def driver_spark_conf(settings: DriverPodSettings, name: str) -> dict[str, str]:
+def driver_spark_conf(
+    settings: DriverPodSettings, name: str, env_names: Sequence[str] = ()
+) -> dict[str, str]:
     """Spark settings the shipped spec gains so that its executors are pods of the same
-    image, namespace and service account, named after the submit."""
-    return {
+    image, namespace and service account, named after the submit, with the driver's
+    credentials from the submit's Secret (by reference: no value in Spark's settings)."""
+    conf = {
         "spark.kubernetes.namespace": settings.namespace,
         IMAGE_KEY: settings.image,
         PULL_POLICY_KEY: settings.pull_policy,
         SERVICE_ACCOUNT_KEY: settings.service_account,
         "spark.kubernetes.executor.podNamePrefix": name,
     }
+    for key in env_names:
+        conf[f"spark.kubernetes.executor.secretKeyRef.{key}"] = f"{name}:{key}"
+    return conf
 
 
 def job_manifest(

@@ -199,3 +199,12 @@ def test_a_driver_pod_that_will_never_start_is_named() -> None:
     assert k8s.driver_start([pod("3", waiting=flaky)]) == k8s.DriverStart(False)
     # The newest pod speaks for the Job: an old failed pod does not hide a stuck new one.
     assert k8s.driver_start([pod("1", "Failed"), never]).problem == problem
+
+
+def test_executors_get_the_credentials_by_reference_to_the_secret() -> None:
+    conf = k8s.driver_spark_conf(SETTINGS, "ip-count-1", ["AWS_SECRET_ACCESS_KEY"])
+    assert conf["spark.kubernetes.executor.secretKeyRef.AWS_SECRET_ACCESS_KEY"] == (
+        "ip-count-1:AWS_SECRET_ACCESS_KEY"
+    )
+    assert conf["spark.kubernetes.namespace"] == "streaming"
+    assert conf["spark.kubernetes.executor.podNamePrefix"] == "ip-count-1"
