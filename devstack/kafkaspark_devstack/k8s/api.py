@@ -3,6 +3,7 @@ what the launcher needs to see the cluster come up, without a client library."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import ssl
 import urllib.error
@@ -45,8 +46,18 @@ def get_json(url: str, context: ssl.SSLContext, timeout: float = 5.0) -> dict[st
     return found if isinstance(found, dict) else None
 
 
-def node_ready(node: dict[str, Any] | None) -> bool:
+def node_ready(node: dict[str, Any] | None, since: float | None = None) -> bool:
+    """Whether `node` is Ready; with `since` (epoch seconds), by a report of its kubelet made
+    after it: a restarted cluster's etcd still holds the Ready of the previous run."""
     if not node:
         return False
-    conditions = node.get("status", {}).get("conditions", [])
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    for condition in node.get("status", {}).get("conditions", []):
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            if since is None:
+                return True
+            beat = datetime.datetime.fromisoformat(
+                str(condition.get("lastHeartbeatTime", "")).replace("Z", "+00:00")
+            )
+            # The API's times have whole seconds.
+            return beat.timestamp() >= int(since)
+    return False

@@ -282,7 +282,10 @@ class LocalKubernetesCluster:
         self._import_images([pause, driver], deadline)
         self._spawn("kubelet", config.kubelet_command(bins.path("kubelet"), self.node))
         node_url = f"{self.server}/api/v1/nodes/{self.state.node}"
-        self._wait("kubelet", deadline, lambda: api.node_ready(api.get_json(node_url, admin)))
+        since = time.time()
+        self._wait(
+            "kubelet", deadline, lambda: api.node_ready(api.get_json(node_url, admin), since)
+        )
         self._spawn("kube-proxy", config.kube_proxy_command(bins.path("kube-proxy"), self.node))
         healthz = f"http://{self.state.address}:{config.PROXY_HEALTHZ_PORT}/healthz"
         self._wait("kube-proxy", deadline, lambda: api.get(healthz, None)[0] == 200)

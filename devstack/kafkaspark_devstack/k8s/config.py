@@ -218,7 +218,9 @@ def cni_config(node: NodeLayout) -> str:
             {
                 "type": "bridge",
                 "bridge": node.bridge,
-                "isGateway": True,
+                # The default route through the bridge address: services' addresses
+                # (kube-proxy's DNAT on this host) lie outside the pods' range.
+                "isDefaultGateway": True,
                 # Pods reach beyond the node through its address; within it, as themselves.
                 "ipMasq": True,
                 "hairpinMode": True,
