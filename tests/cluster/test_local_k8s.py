@@ -7,6 +7,7 @@ on the host. Needs root and `make setup-k8s`; run with `make e2e-k8s` (not in
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -88,6 +89,12 @@ def finished(core: client.CoreV1Api, name: str, timeout: float) -> str:
     )
 
 
+def pod_log(core: client.CoreV1Api, name: str) -> str:
+    # The raw response: this client's preloaded text of a log is the repr of its bytes.
+    answer = core.read_namespaced_pod_log(name, NAMESPACE, _preload_content=False)
+    return str(answer.data.decode())
+
+
 def spark_submit(image: str) -> str:
     token = "/var/run/secrets/kubernetes.io/serviceaccount"
     confs = {
@@ -129,11 +136,9 @@ def test_pods_and_a_spark_job_with_an_executor_run_and_stop_leaves_nothing(
         probe = "import pyspark, confluent_kafka, s3fs; print(pyspark.__version__)"
         started = time.monotonic()
         core.create_namespaced_pod(NAMESPACE, pod("imports", image, ["python", "-c", probe]))
-        assert finished(core, "imports", 180) == "Succeeded", core.read_namespaced_pod_log(
-            "imports", NAMESPACE
-        )
+        assert finished(core, "imports", 180) == "Succeeded", pod_log(core, "imports")
         figures["pod to Succeeded"] = time.monotonic() - started
-        assert core.read_namespaced_pod_log("imports", NAMESPACE).strip() == SPARK_VERSION
+        assert pod_log(core, "imports").strip() == SPARK_VERSION
 
         utils.create_from_yaml(api, str(RBAC), namespace=NAMESPACE)
         started = time.monotonic()
@@ -145,7 +150,7 @@ def test_pods_and_a_spark_job_with_an_executor_run_and_stop_leaves_nothing(
         )
         core.create_namespaced_pod(NAMESPACE, driver)
         phase = finished(core, "spark-driver", 420)
-        log = core.read_namespaced_pod_log("spark-driver", NAMESPACE)
+        log = pod_log(core, "spark-driver")
         assert phase == "Succeeded", log[-3000:]
         figures["spark-submit with an executor"] = time.monotonic() - started
         assert "RESULT count=1000 sum=999000" in log, log[-3000:]
@@ -165,3 +170,6 @@ def test_pods_and_a_spark_job_with_an_executor_run_and_stop_leaves_nothing(
         assert not [c for c in chains if "/KUBE-" in c or "/CNI-" in c], chains
     assert host.mounts_under(cluster.folder) == []
     assert not host.cgroups_left("kubepods")
+    # The node's image store: two copies of the driver image (about 4 GB) in a folder
+    # pytest keeps for a while.
+    shutil.rmtree(cluster.folder / "containerd")

@@ -54,6 +54,14 @@ class Image:
     archive: Path
 
 
+def _drop_older(kept: Path) -> None:
+    """Other archives of the same image (`spark-<tag>.tar`): about 2 GB each."""
+    kind = kept.name.split("-", 1)[0]
+    for older in kept.parent.glob(f"{kind}-*.tar"):
+        if older != kept:
+            older.unlink()
+
+
 def _short_hash(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
@@ -85,6 +93,7 @@ def pause_image(cache: Path) -> Image:
         layer = work / "layer.tar"
         write_layer(root, layer)
         write_archive(layer, ImageConfig(entrypoint=["/pause"]), image.name, image.archive)
+    _drop_older(image.archive)
     return image
 
 
@@ -261,5 +270,6 @@ def driver_image(cache: Path) -> Image:
             working_dir=f"{SPARK_HOME}/work-dir",
         )
         write_archive(layer, config, image.name, image.archive)
+    _drop_older(image.archive)
     print(f"k8s image: {image.name} in {time.monotonic() - started:.0f}s: {image.archive}")
     return image
