@@ -221,7 +221,7 @@ class LocalKubernetesCluster:
             "node_ready": api.node_ready(node),
             "driver_image": self.state.driver_image,
             "daemons": daemons,
-            "left_on_host": self.leftovers(),
+            "on_host": self.leftovers(),
         }
 
     def leftovers(self) -> dict[str, list[str]]:
