@@ -181,6 +181,7 @@ class LocalKubernetesCluster:
         if stuck:
             log.warning("still mounted under %s: %s", self.folder, stuck)
         host.remove_cgroups("kubepods")
+        host.remove_empty_shim_folders()
         if self.state.sysctls:
             changed = host.restore_sysctls(self.state.sysctls)
             if changed:

@@ -155,6 +155,19 @@ def _delete_rule(binary: str, table: str, rule: str) -> None:
     )
 
 
+# containerd 1.6's shims put their sockets there whatever the daemon's state folder.
+SHIM_SOCKETS = Path("/run/containerd/s")
+
+
+def remove_empty_shim_folders() -> None:
+    """/run/containerd/s and /run/containerd, when empty (a host containerd's stay)."""
+    for folder in (SHIM_SOCKETS, SHIM_SOCKETS.parent):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
 def mounts_under(folder: Path) -> list[str]:
     """Mount points under `folder`, deepest first (the order to unmount them in)."""
     prefix = str(folder.resolve()).rstrip("/") + "/"
