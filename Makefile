@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-matrix test-matrix setup-cluster demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
+.PHONY: setup setup-matrix test-matrix setup-cluster setup-k8s e2e-k8s demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
 
 setup:
 	bash scripts/setup.sh
@@ -57,7 +57,17 @@ setup-cluster: setup
 
 # Drivers on a real YARN cluster (ResourceManager and NodeManager from the jars above).
 e2e-cluster: setup-cluster
-	$(PY) -m pytest tests/cluster -ra
+	$(PY) -m pytest tests/cluster -ra -m "not k8s"
+
+# A local Kubernetes cluster (root): Kubernetes v1.34.4 and etcd built with Go from the module
+# proxy (about 15 minutes the first time, a minute after), the pause and driver images as
+# OCI archives (Debian from debootstrap, this environment's pyspark and driver extra); all
+# cached under .cache/k8s.
+setup-k8s: setup-cluster
+	$(VENV)/bin/kafkaspark local k8s build
+
+e2e-k8s: setup-k8s
+	$(PY) -m pytest tests/cluster/test_local_k8s.py -m k8s -ra -s
 
 lint: setup
 	$(VENV)/bin/ruff check .

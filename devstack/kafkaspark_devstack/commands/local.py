@@ -1,5 +1,5 @@
-"""`kafkaspark local kafka|s3|yarn|jars` (and `postgres|airflow` from `local_airflow`): the
-local stack of real parts."""
+"""`kafkaspark local kafka|s3|yarn|jars` (and `postgres|airflow` from `local_airflow`, `k8s`
+from `local_k8s`): the local stack of real parts."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from airflow_provider_kafkaspark.commands.output import EXIT_FINDINGS, EXIT_OK, 
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
 from airflow_provider_kafkaspark.versions import SPARK_LINES
 from kafkaspark_devstack.commands.local_airflow import add_parsers as add_airflow_parsers
+from kafkaspark_devstack.commands.local_k8s import add_parsers as add_k8s_parsers
 
 if TYPE_CHECKING:
     from kafkaspark_devstack.s3 import LocalS3Server
@@ -30,7 +31,8 @@ DEFAULT_LOCAL_YARN_DIR = Path(".local") / "yarn"
 
 def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     local = groups.add_parser(
-        "local", help="the local stack: Kafka, S3 store, YARN, PostgreSQL, Airflow, JVM jars"
+        "local",
+        help="the local stack: Kafka, S3 store, YARN, Kubernetes, PostgreSQL, Airflow, JVM jars",
     )
     parts = local.add_subparsers(dest="part", required=True)
 
@@ -105,6 +107,7 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     with_example(yarn, "kafkaspark local yarn start", "kafkaspark local yarn status")
     yarn.set_defaults(func=local_yarn)
     add_airflow_parsers(parts)
+    add_k8s_parsers(parts)
 
     jars = parts.add_parser("jars", help="JVM jars resolved from Maven Central")
     jars.add_argument(
