@@ -57,7 +57,7 @@ setup-cluster: setup
 
 # Drivers on a real YARN cluster (ResourceManager and NodeManager from the jars above).
 e2e-cluster: setup-cluster
-	$(PY) -m pytest tests/cluster -ra -m "not k8s"
+	$(PY) -m pytest tests/cluster -ra
 
 # A local Kubernetes cluster (root): Kubernetes v1.34.4 and etcd built with Go from the module
 # proxy (about 15 minutes the first time, a minute after), the pause and driver images as
@@ -66,8 +66,9 @@ e2e-cluster: setup-cluster
 setup-k8s: setup-cluster
 	$(VENV)/bin/kafkaspark local k8s build
 
+# The lifecycle on it (tests/k8s): the cluster itself first, then drivers as Job pods.
 e2e-k8s: setup-k8s
-	$(PY) -m pytest tests/cluster/test_local_k8s.py -m k8s -ra -s
+	$(PY) -m pytest tests/k8s -ra --durations=10
 
 lint: setup
 	$(VENV)/bin/ruff check .

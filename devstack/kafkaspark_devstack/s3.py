@@ -99,7 +99,9 @@ class _ServerState:
 class LocalS3Server:
     """`weed mini` on loopback. Use as a context manager or start()/stop()."""
 
-    def __init__(self, base_dir: str | os.PathLike[str], *, port: int | None = None) -> None:
+    def __init__(
+        self, base_dir: str | os.PathLike[str], *, port: int | None = None, host: str = HOST
+    ) -> None:
         self.base_dir = Path(base_dir).resolve()
         self._proc: subprocess.Popen[bytes] | None = None
         existing = self._load_state()
@@ -107,10 +109,11 @@ class LocalS3Server:
             self._state = existing
         else:
             self._state = _ServerState(
-                s3_port=port or free_port(),
-                ports={flag: free_port() for flag in _PORT_FLAGS},
+                s3_port=port or free_port(host),
+                ports={flag: free_port(host) for flag in _PORT_FLAGS},
                 access_key=DEFAULT_ACCESS_KEY,
                 secret_key=secrets.token_urlsafe(24),
+                host=host,
             )
 
     @classmethod
@@ -173,7 +176,7 @@ class LocalS3Server:
         """Start the server unless it runs, and wait (bounded) until its S3 gateway answers."""
         if self.is_running():
             return self
-        if port_in_use(self._state.s3_port):
+        if port_in_use(self._state.s3_port, self._state.host):
             raise PortInUseError(
                 f"local S3 server in {self.base_dir}: its S3 port {self._state.s3_port} is in "
                 f"use on {self._state.host}"
@@ -181,7 +184,7 @@ class LocalS3Server:
         # The internal ports mean nothing to clients: one taken since the last start (any
         # process's outgoing connection may use it) is replaced.
         for flag, port in self._state.ports.items():
-            if port_in_use(port):
+            if port_in_use(port, self._state.host):
                 self._state.ports[flag] = free_port()
         self.base_dir.mkdir(parents=True, exist_ok=True)
         identities = self.base_dir / "identities.json"
