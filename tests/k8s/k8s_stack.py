@@ -95,7 +95,9 @@ def driver_pids() -> list[int]:
             command = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if RUNNER in command and b"/opt/kafkaspark/spec/" in command:
+        program = command.split(b"\0", 1)[0].rsplit(b"/", 1)[-1]
+        # The runner's Python itself, not tini in front of it (whose arguments are the same).
+        if program.startswith(b"python") and RUNNER in command and b"/opt/kafkaspark/" in command:
             found.append(int(entry.name))
     return found
 
