@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import pytest
 from airflow.sdk import Context
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_kafkaspark.backends import driver_status
 from airflow_provider_kafkaspark.core.cluster.job_ref import KubernetesJobRef, job_ref_from_dict
@@ -32,7 +33,6 @@ from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offse
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
-from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.examples.access_events import (
     AccessEvent,
     generate_events,
@@ -346,7 +346,8 @@ def test_a_bad_job_and_a_missing_image_end_at_once(
         **spark_conf(k8s),
         "spark.kubernetes.container.image": "kafkaspark/absent:1",
     }
-    with pytest.raises(InvalidInputError, match=r"kafkaspark/absent:1") as refused:
+    # A bad input: the task fails without a retry, naming the pod and the image.
+    with pytest.raises(AirflowFailException, match=r"kafkaspark/absent:1") as refused:
         SubmitStreamingJobOperator(task_id="no_image", job_spec=spec, **common).execute(
             cast(Context, {})
         )
