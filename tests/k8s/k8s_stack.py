@@ -10,63 +10,31 @@ from typing import Any
 
 from airflow_provider_kafkaspark.core.cluster.job_ref import KubernetesJobRef
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
+from kafkaspark_devstack.k8s.namespace import (
+    account_kubeconfig,
+    admin_api,
+    prepare_namespace,
+)
 
 NAMESPACE = "kafkaspark-e2e"
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "kubernetes"
-AIRFLOW_ACCOUNT = "kafkaspark-airflow"
 RUNNER = b"airflow_provider_kafkaspark.spark.runner"
 
 
 def kube_api(k8s: LocalKubernetesCluster) -> Any:
-    from kubernetes import config
-
-    return config.new_client_from_config(config_file=str(k8s.kubeconfig))
+    return admin_api(k8s.kubeconfig)
 
 
 def make_namespace(k8s: LocalKubernetesCluster, namespace: str = NAMESPACE) -> None:
     """The namespace with the README's RBAC for the drivers and for the Airflow side (once)."""
-    from kubernetes import client, utils
-
-    api = kube_api(k8s)
-    core = client.CoreV1Api(api)
-    names = [n.metadata.name for n in core.list_namespace().items]
-    if namespace in names:
-        return
-    core.create_namespace({"metadata": {"name": namespace}})
-    for doc in ("driver-rbac.yaml", "airflow-rbac.yaml"):
-        utils.create_from_yaml(api, str(DOCS / doc), namespace=namespace)
+    prepare_namespace(k8s.kubeconfig, namespace)
 
 
 def airflow_kubeconfig(
     k8s: LocalKubernetesCluster, target: Path, namespace: str = NAMESPACE
 ) -> Path:
-    """A kubeconfig for the Airflow side's service account (a token of it): the submits,
-    stops and status calls of the tests run with the README's RBAC, not as an admin."""
-    import yaml
-    from kubernetes import client
-
-    api = kube_api(k8s)
-    token = client.CoreV1Api(api).create_namespaced_service_account_token(
-        AIRFLOW_ACCOUNT, namespace, {"spec": {"expirationSeconds": 7200}}
-    )
-    admin = yaml.safe_load(k8s.kubeconfig.read_text())
-    cluster = admin["clusters"][0]["cluster"]
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "local", "cluster": cluster}],
-        "users": [{"name": AIRFLOW_ACCOUNT, "user": {"token": token.status.token}}],
-        "contexts": [
-            {
-                "name": "airflow",
-                "context": {"cluster": "local", "user": AIRFLOW_ACCOUNT, "namespace": namespace},
-            }
-        ],
-        "current-context": "airflow",
-    }
-    target.write_text(yaml.safe_dump(config))
-    target.chmod(0o600)
-    return target
+    """A kubeconfig for the Airflow side's service account: the tests' submits, stops and
+    status calls run with the README's RBAC, not as an admin."""
+    return account_kubeconfig(k8s.kubeconfig, namespace, target)
 
 
 def job_pods(api: Any, ref: KubernetesJobRef) -> list[dict[str, Any]]:
