@@ -1,20 +1,23 @@
 """Time from submit to the first committed batch, and the restart after a driver crash: the
 example job (ip_count, exactly-once Kafka sink, checkpoint on S3) with its driver as a local
-process (`local[2]`) and in a YARN application master (cluster deploy mode), on the local
-Kafka, S3 server and YARN, all started here.
+process (`local[2]`), in a YARN application master (cluster deploy mode) and, with
+`kubernetes=1` (root, `make setup-k8s`), as the pod of a Kubernetes Job with one executor
+pod, on the local Kafka, S3 server, YARN and Kubernetes, all started here (Kafka and S3 on
+the Kubernetes cluster's bridge then, where pods reach them).
 
 Each round submits through `lifecycle/submit.submit_streaming_job` (what the operators run) on a
 fresh checkpoint and times:
 
 - `submit`: the submit call itself (for YARN, spark-submit returning an application id);
 - `first_commit`: submit call to the first committed batch in the checkpoint;
-- `restart`: the driver SIGKILLed (the local supervisor's runner, or the YARN application
-  master) to the next committed batch of its restart (the local supervisor's back-off is set
-  to 0 so both measure the restart itself);
+- `restart`: the driver SIGKILLed (the local supervisor's runner, the YARN application
+  master, or the runner's Python in the driver pod) to the next committed batch of its
+  restart (the local supervisor's back-off is set to 0 so all measure the restart itself;
+  the Job controller's own back-off, 10 s before the first retry, is part of Kubernetes');
 
-then stops the job gracefully. Rounds alternate the backends (local first in even rounds).
-Figures: per-round values, medians per backend, and the YARN/local ratio of each median,
-taken in this run.
+then stops the job gracefully. Rounds alternate the backends' order (reversed in odd rounds).
+Figures: per-round values, medians per backend, and the YARN/local and Kubernetes/local
+ratios of each median, taken in this run.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +48,13 @@ from airflow_provider_kafkaspark.lifecycle.stop import stop_job
 from airflow_provider_kafkaspark.lifecycle.submit import SubmitRequest, submit_streaming_job
 from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
 from kafkaspark_devstack.kafka import LocalKafkaCluster
+from kafkaspark_devstack.ports import HOST
 from kafkaspark_devstack.s3 import LocalS3Server
 from kafkaspark_devstack.yarn import LocalYarnCluster, application_master_pids
 
 BUCKET = "kafkaspark-bench"
-BACKENDS = ("local", "yarn")
+NAMESPACE = "kafkaspark-bench"
+RUNNER = b"airflow_provider_kafkaspark.spark.runner"
 
 
 def _wait(what: str, probe: Callable[[], bool], timeout_s: float) -> None:
@@ -73,11 +79,26 @@ def _driver_pid(backend: str, handle: dict[str, Any], checkpoint: str) -> int:
         lease = ControlFolder(checkpoint).read_lease()
         assert lease is not None
         return lease.pid
+    if backend == "kubernetes":
+        return _pod_runner_pid()
     app = str(handle["job_ref"]["application_id"])
     found = application_master_pids(app)
     if not found:
         raise RuntimeError(f"no application master process for {app}")
     return found[0]
+
+
+def _pod_runner_pid() -> int:
+    """The runner's Python in the driver pod, a process of this host (the node)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        program = command.split(b"\0", 1)[0].rsplit(b"/", 1)[-1]
+        if program.startswith(b"python") and RUNNER in command and b"/opt/kafkaspark/" in command:
+            return int(entry.name)
+    raise RuntimeError("no driver runner in a pod")
 
 
 def _round(
@@ -91,7 +112,7 @@ def _round(
             workdir=str(workdir),
             submitted_by="benchmark:driver_start",
             restart_policy=RestartPolicy(max_restarts=2, backoff_s=0.0, backoff_max_s=0.0),
-            env=env if backend_name == "yarn" else {},
+            env=env if backend_name != "local" else {},
         ),
         probe_bootstrap=False,
     )
@@ -115,39 +136,69 @@ def _round(
     return figures
 
 
-def run(rounds: int = 3, events: int = 20_000) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="kafkaspark-driver-start-") as tmp:
+def run(rounds: int = 3, events: int = 20_000, kubernetes: int = 0) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="kafkaspark-driver-start-") as tmp, ExitStack() as up:
         base = Path(tmp)
-        with (
-            LocalKafkaCluster(base / "kafka", brokers=1) as kafka,
-            LocalS3Server(base / "s3") as s3,
-            LocalYarnCluster(base / "yarn") as yarn,
-        ):
-            s3.create_bucket(BUCKET)
-            aws = s3.aws_environment()
-            saved = {k: os.environ.get(k) for k in [*aws, *yarn.client_environment(), "PATH"]}
-            os.environ.update(aws)  # this process's S3 reads, and the local drivers'
-            os.environ.update(yarn.client_environment())
-            os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-            extra = {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": yarn.web_url}
-            os.environ["AIRFLOW_CONN_SPARK_BENCH"] = json.dumps(
-                {"conn_type": "spark", "host": "yarn", "extra": extra}
+        host = HOST
+        k8s = None
+        if kubernetes:
+            from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
+            from kafkaspark_devstack.k8s.namespace import account_kubeconfig, prepare_namespace
+
+            k8s = up.enter_context(LocalKubernetesCluster(base / "k8s"))
+            host = k8s.address
+            prepare_namespace(k8s.kubeconfig, NAMESPACE)
+            kubeconfig = account_kubeconfig(k8s.kubeconfig, NAMESPACE, base / "airflow.kubeconfig")
+        kafka = up.enter_context(LocalKafkaCluster(base / "kafka", brokers=1, host=host))
+        s3 = up.enter_context(LocalS3Server(base / "s3", host=host))
+        yarn = up.enter_context(LocalYarnCluster(base / "yarn"))
+        s3.create_bucket(BUCKET)
+        aws = s3.aws_environment()
+        saved = {k: os.environ.get(k) for k in [*aws, *yarn.client_environment(), "PATH"]}
+        os.environ.update(aws)  # this process's S3 reads, and the local drivers'
+        os.environ.update(yarn.client_environment())
+        os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+        extra = {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": yarn.web_url}
+        os.environ["AIRFLOW_CONN_SPARK_BENCH"] = json.dumps(
+            {"conn_type": "spark", "host": "yarn", "extra": extra}
+        )
+        backends: dict[str, JobBackend] = {
+            "local": LocalBackend("local[2]"),
+            "yarn": YarnBackend("spark_bench", jars=spark_jars_option(s3a=True)),
+        }
+        conf: dict[str, dict[str, str]] = {}
+        if k8s is not None:
+            from airflow_provider_kafkaspark.backends.kubernetes import KubernetesBackend
+
+            os.environ["AIRFLOW_CONN_KUBE_BENCH"] = json.dumps(
+                {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
             )
-            try:
-                return _measure(base, kafka, s3, aws, rounds, events)
-            finally:
-                for key, value in saved.items():
-                    if value is None:
-                        os.environ.pop(key, None)
-                    else:
-                        os.environ[key] = value
+            backends["kubernetes"] = KubernetesBackend(
+                kubernetes_conn_id="kube_bench", namespace=NAMESPACE
+            )
+            conf["kubernetes"] = {
+                "spark.kubernetes.container.image": k8s.driver_image,
+                "spark.kubernetes.container.image.pullPolicy": "Never",
+                "spark.executor.instances": "1",
+                "spark.kubernetes.executor.request.cores": "100m",
+                "spark.kubernetes.driver.request.cores": "100m",
+            }
+        try:
+            return _measure(base, kafka, aws, backends, conf, rounds, events)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 def _measure(
     base: Path,
     kafka: LocalKafkaCluster,
-    s3: LocalS3Server,
     aws: dict[str, str],
+    backends: dict[str, JobBackend],
+    conf: dict[str, dict[str, str]],
     rounds: int,
     events: int,
 ) -> dict[str, Any]:
@@ -159,13 +210,10 @@ def _measure(
     for future in created.values():
         future.result(60)
     produce_events(bootstrap, "bench_source", list(generate_events(events, seed=5)))
-    backends: dict[str, JobBackend] = {
-        "local": LocalBackend("local[2]"),
-        "yarn": YarnBackend("spark_bench", jars=spark_jars_option(s3a=True)),
-    }
+    names = tuple(backends)
     per_round: list[dict[str, Any]] = []
     for i in range(rounds):
-        order = BACKENDS if i % 2 == 0 else tuple(reversed(BACKENDS))
+        order = names if i % 2 == 0 else tuple(reversed(names))
         for name in order:
             raw = job_spec_dict(
                 bootstrap_servers=bootstrap,
@@ -175,7 +223,7 @@ def _measure(
                 sink_topic="bench_sink",
                 max_offsets_per_trigger=1_000,
             )
-            raw["spark_conf"] = {"spark.sql.shuffle.partitions": "2"}
+            raw["spark_conf"] = {"spark.sql.shuffle.partitions": "2", **conf.get(name, {})}
             raw["lease_ttl_s"] = 20
             figures = _round(name, backends[name], JobSpec.from_dict(raw), aws, base / "jobs")
             per_round.append({"round": i, "backend": name, **figures})
@@ -185,9 +233,13 @@ def _measure(
             key: statistics.median(r[key] for r in per_round if r["backend"] == name)
             for key in ("submit", "first_commit", "restart")
         }
-        for name in BACKENDS
+        for name in names
     }
     ratios = {
-        key: medians["yarn"][key] / medians["local"][key] for key in ("first_commit", "restart")
+        f"{name}_over_local": {
+            key: medians[name][key] / medians["local"][key] for key in ("first_commit", "restart")
+        }
+        for name in names
+        if name != "local"
     }
-    return {"rounds": per_round, "median_s": medians, "yarn_over_local": ratios}
+    return {"rounds": per_round, "median_s": medians, **ratios}
