@@ -43,6 +43,7 @@ from airflow_provider_kafkaspark.examples.ip_count import (
     job_spec_dict,
     sink_windows,
 )
+from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
 from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import (
     RestoreStreamingJobOperator,
@@ -273,6 +274,19 @@ def test_submit_restart_restore_and_stop_on_kubernetes(
         deferrable=False,
     ).execute(cast(Context, {}))
     assert healthy["state"] == "healthy", healthy
+    # The scheduled reconcile: the checkpoint against Kafka's partitions, the new one among
+    # them (fails the task on a CRITICAL finding).
+    pushed: dict[str, Any] = {}
+    ti = SimpleNamespace(xcom_push=lambda key, value: pushed.update({key: value}))
+    reconciled = KafkaPartitionReconcileOperator(
+        task_id="reconcile",
+        checkpoint=checkpoint,
+        kafka_conn_id="kafka_k8s",
+        aws_conn_id="s3_k8s",
+        subscribe=[SOURCE],
+        fail_on="CRITICAL",
+    ).execute(cast(Context, {"ti": ti}))
+    assert pushed, reconciled
     with s3_options_scope(s3):
         wait(
             "the flush event read",
