@@ -117,6 +117,9 @@ class KubernetesBackend:
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
+        # Bounded: an API server that does not answer must not hold a task for the OS's
+        # connect timeout (connect, read seconds).
+        kwargs.setdefault("_request_timeout", (10, 60))
         try:
             return call(*args, **kwargs)
         except ApiException as exc:
@@ -146,12 +149,20 @@ class KubernetesBackend:
             settings = dataclasses.replace(settings, node_lost_after_s=self.node_lost_after_s)
         core, batch = client.CoreV1Api(self.api), client.BatchV1Api(self.api)
         where = f"namespace {settings.namespace} at {self.api_server()}"
-        self._call(
-            f"service account {settings.service_account!r} in {where}",
-            core.read_namespaced_service_account,
-            settings.service_account,
-            settings.namespace,
-        )
+        try:
+            self._call(
+                f"service account {settings.service_account!r} in {where}",
+                core.read_namespaced_service_account,
+                settings.service_account,
+                settings.namespace,
+            )
+        except JobNotFoundError as exc:
+            raise InvalidInputError(
+                f"job {spec.job_name}: {where} has no service account "
+                f"{settings.service_account!r} for its driver pods (or no such namespace): "
+                f"apply the driver's RBAC there (docs/kubernetes/driver-rbac.yaml), or name "
+                f"another account in {manifest.SERVICE_ACCOUNT_KEY!r}"
+            ) from exc
         name = manifest.resource_name(spec.job_name, secrets.token_hex(4))
         code, shipped_spec = self._job_files(spec, settings, name, sorted(options.env))
         job = self._call(
