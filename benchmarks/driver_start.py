@@ -47,6 +47,7 @@ from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
 from airflow_provider_kafkaspark.lifecycle.stop import stop_job
 from airflow_provider_kafkaspark.lifecycle.submit import SubmitRequest, submit_streaming_job
 from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
+from kafkaspark_devstack.drivers import pod_driver_pids
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.ports import HOST
 from kafkaspark_devstack.s3 import LocalS3Server
@@ -54,7 +55,6 @@ from kafkaspark_devstack.yarn import LocalYarnCluster, application_master_pids
 
 BUCKET = "kafkaspark-bench"
 NAMESPACE = "kafkaspark-bench"
-RUNNER = b"airflow_provider_kafkaspark.spark.runner"
 
 
 def _wait(what: str, probe: Callable[[], bool], timeout_s: float) -> None:
@@ -89,16 +89,10 @@ def _driver_pid(backend: str, handle: dict[str, Any], checkpoint: str) -> int:
 
 
 def _pod_runner_pid() -> int:
-    """The runner's Python in the driver pod, a process of this host (the node)."""
-    for entry in Path("/proc").iterdir():
-        try:
-            command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
-        except OSError:
-            continue
-        program = command.split(b"\0", 1)[0].rsplit(b"/", 1)[-1]
-        if program.startswith(b"python") and RUNNER in command and b"/opt/kafkaspark/" in command:
-            return int(entry.name)
-    raise RuntimeError("no driver runner in a pod")
+    found = pod_driver_pids()
+    if not found:
+        raise RuntimeError("no driver runner in a pod")
+    return found[0]
 
 
 def _round(

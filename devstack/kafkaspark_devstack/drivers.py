@@ -87,3 +87,24 @@ def read_log(ref: LocalJobRef, tail: int = 60) -> str:
     except OSError:
         return ""
     return "\n".join(lines[-tail:])
+
+
+_RUNNER = b"airflow_provider_kafkaspark.spark.runner"
+
+
+def pod_driver_pids() -> list[int]:
+    """The runners' Pythons of driver pods on this host (a node's pods are its processes):
+    their command names the spec a Kubernetes submit mounts, and tini in front of each, with
+    the same arguments, is left out."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        program = command.split(b"\0", 1)[0].rsplit(b"/", 1)[-1]
+        if program.startswith(b"python") and _RUNNER in command and b"/opt/kafkaspark/" in command:
+            found.append(int(entry.name))
+    return found

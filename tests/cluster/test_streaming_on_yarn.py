@@ -14,9 +14,7 @@ import os
 import signal
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -25,10 +23,7 @@ from airflow.sdk import Context
 from airflow_provider_kafkaspark.backends import driver_status
 from airflow_provider_kafkaspark.core.cluster import yarn_rest
 from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef, job_ref_from_dict
-from airflow_provider_kafkaspark.core.control.folder import ControlFolder
-from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
-from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
 from airflow_provider_kafkaspark.examples.access_events import (
     AccessEvent,
@@ -36,11 +31,8 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import (
-    expected_counts,
     job_spec_dict,
-    sink_windows,
 )
-from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import (
     RestoreStreamingJobOperator,
     SubmitStreamingJobOperator,
@@ -57,7 +49,14 @@ from kafkaspark_devstack.yarn import (
 from tests.cluster.yarn_apps import wait
 from tests.conftest import S3_BUCKET
 from tests.integration.cli_util import cli
-from tests.integration.kafka_util import create_topic, read_all_values
+from tests.integration.kafka_util import create_topic
+from tests.lifecycle_story import (
+    check_output,
+    committed,
+    lease_owner,
+    read_to_end,
+    stop_with_savepoint,
+)
 
 SOURCE, SINK = "yarn_source", "yarn_sink"
 
@@ -88,29 +87,6 @@ def connections(
     for key, setting in yarn.client_environment().items():
         monkeypatch.setenv(key, setting)
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-
-
-class OutletEvents(SimpleNamespace):
-    """What a task's `outlet_events[...]` accessor takes: `extra`, and `add` for an alias."""
-
-    def add(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
-        self.added = (asset, extra)
-
-
-def committed(checkpoint: str) -> int:
-    try:
-        return CheckpointReader(checkpoint).position().latest_committed or -1
-    except Exception:  # noqa: BLE001 - not written yet
-        return -1
-
-
-def read_to_end(checkpoint: str, kafka: KafkaFacade) -> bool:
-    return caught_up(CheckpointReader(checkpoint).position(), end_offsets(kafka, [SOURCE]))
-
-
-def lease_owner(checkpoint: str) -> str | None:
-    lease = ControlFolder(checkpoint).read_lease()
-    return None if lease is None else lease.owner_id
 
 
 def test_submit_restart_restore_and_stop_on_yarn(
@@ -192,24 +168,13 @@ def test_submit_restart_restore_and_stop_on_yarn(
         assert (shown["state"], shown["attempts"], shown["alive"]) == ("RUNNING", 2, True)
         wait(
             "the source read to its end",
-            lambda: caught_up(
-                CheckpointReader(checkpoint).position(), end_offsets(kafka, [SOURCE])
-            ),
+            lambda: read_to_end(checkpoint, kafka, [SOURCE]),
             bool,
             300,
         )
 
     def stop(task_id: str, job_handle: dict[str, Any]) -> dict[str, Any]:
-        context: dict[str, Any] = {"outlet_events": defaultdict(OutletEvents)}
-        # The handle alone names the job, its checkpoint and its YARN application.
-        return StopStreamingJobOperator(
-            task_id=task_id,
-            savepoint_root=savepoints,
-            handle=job_handle,
-            aws_conn_id="s3_yarn",
-            deferrable=False,
-            poll_interval_s=0.5,
-        ).execute(cast(Context, context))
+        return stop_with_savepoint(task_id, job_handle, savepoints, "s3_yarn")
 
     # The restart window: stop with a savepoint, restore it as a new YARN application.
     window_start = time.monotonic()
@@ -249,19 +214,10 @@ def test_submit_restart_restore_and_stop_on_yarn(
     with s3_options_scope(s3):
         wait(
             "the flush event read",
-            lambda: caught_up(
-                CheckpointReader(checkpoint).position(), end_offsets(kafka, [SOURCE])
-            ),
+            lambda: read_to_end(checkpoint, kafka, [SOURCE]),
             bool,
             300,
         )
     assert stop("stop_again", restored)["stopped"]["clean"] is True
 
-    counts, duplicates = sink_windows(read_all_values(bootstrap, SINK, 3))
-    expected = expected_counts(events, closed_before_ms=flush_ms - 10_000)
-    missing = sum(1 for k in expected if k not in counts)
-    figures.update(duplicates=duplicates, missing=missing, windows=len(expected))
-    (tmp_path / "yarn_figures.json").write_text(json.dumps(figures, indent=2))
-    print("YARN figures:", json.dumps(figures))
-    assert duplicates == 0 and missing == 0
-    assert counts == expected
+    check_output(bootstrap, SINK, 3, events, flush_ms, figures, tmp_path / "yarn_figures.json")

@@ -17,7 +17,6 @@ from kafkaspark_devstack.k8s.namespace import (
 )
 
 NAMESPACE = "kafkaspark-e2e"
-RUNNER = b"airflow_provider_kafkaspark.spark.runner"
 
 
 def kube_api(k8s: LocalKubernetesCluster) -> Any:
@@ -51,23 +50,6 @@ def job_body(api: Any, namespace: str = NAMESPACE) -> dict[str, Any]:
 
     listed = client.BatchV1Api(api).list_namespaced_job(namespace)
     return dict(api.sanitize_for_serialization(listed))
-
-
-def driver_pids() -> list[int]:
-    """The pids of the driver runners in pods (their command names the shipped spec)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        program = command.split(b"\0", 1)[0].rsplit(b"/", 1)[-1]
-        # The runner's Python itself, not tini in front of it (whose arguments are the same).
-        if program.startswith(b"python") and RUNNER in command and b"/opt/kafkaspark/" in command:
-            found.append(int(entry.name))
-    return found
 
 
 def add_partition(bootstrap: str, topic: str, total: int) -> None:

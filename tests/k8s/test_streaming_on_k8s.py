@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import time
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,10 +27,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_kafkaspark.backends import driver_status
 from airflow_provider_kafkaspark.core.cluster.job_ref import KubernetesJobRef, job_ref_from_dict
-from airflow_provider_kafkaspark.core.control.folder import ControlFolder
-from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
-from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from airflow_provider_kafkaspark.core.storage.location import s3_options_scope
 from airflow_provider_kafkaspark.examples.access_events import (
     AccessEvent,
@@ -39,31 +35,35 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.examples.ip_count import (
-    expected_counts,
     job_spec_dict,
-    sink_windows,
 )
 from airflow_provider_kafkaspark.operators.reconcile import KafkaPartitionReconcileOperator
-from airflow_provider_kafkaspark.operators.stop import StopStreamingJobOperator
 from airflow_provider_kafkaspark.operators.submit import (
     RestoreStreamingJobOperator,
     SubmitStreamingJobOperator,
 )
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
+from kafkaspark_devstack.drivers import pod_driver_pids
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import LocalS3Server
 from tests.cluster.yarn_apps import wait
-from tests.integration.kafka_util import create_topic, read_all_values
+from tests.integration.kafka_util import create_topic
 from tests.k8s.k8s_stack import (
     NAMESPACE,
     add_partition,
     airflow_kubeconfig,
-    driver_pids,
     job_body,
     job_pods,
     kube_api,
     make_namespace,
+)
+from tests.lifecycle_story import (
+    check_output,
+    committed,
+    lease_owner,
+    read_to_end,
+    stop_with_savepoint,
 )
 
 SOURCE, SINK = "k8s_source", "k8s_sink"
@@ -123,23 +123,6 @@ def connections(
         monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
     # backend_for(ref) (stop, health) uses the cncf provider's default connection.
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(conns["kube_k8s"]))
-
-
-class OutletEvents(SimpleNamespace):
-    def add(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
-        self.added = (asset, extra)
-
-
-def committed(checkpoint: str) -> int:
-    try:
-        return CheckpointReader(checkpoint).position().latest_committed or -1
-    except Exception:  # noqa: BLE001 - not written yet
-        return -1
-
-
-def lease_owner(checkpoint: str) -> str | None:
-    lease = ControlFolder(checkpoint).read_lease()
-    return None if lease is None else lease.owner_id
 
 
 def spark_conf(k8s: LocalKubernetesCluster) -> dict[str, str]:
@@ -206,7 +189,7 @@ def test_submit_restart_restore_and_stop_on_kubernetes(
         first_owner = lease_owner(checkpoint)
 
         # The driver dies in its pod; the Job, not this host, starts another pod.
-        (pid,) = driver_pids()
+        (pid,) = pod_driver_pids()
         before = committed(checkpoint)
         killed_at = time.monotonic()
         os.kill(pid, signal.SIGKILL)
@@ -223,23 +206,13 @@ def test_submit_restart_restore_and_stop_on_kubernetes(
         assert status.alive is True and status.detail["failed"] == 1, status
         wait(
             "the source read to its end",
-            lambda: caught_up(
-                CheckpointReader(checkpoint).position(), end_offsets(kafka, [SOURCE])
-            ),
+            lambda: read_to_end(checkpoint, kafka, [SOURCE]),
             bool,
             300,
         )
 
     def stop(task_id: str, job_handle: dict[str, Any]) -> dict[str, Any]:
-        context: dict[str, Any] = {"outlet_events": defaultdict(OutletEvents)}
-        return StopStreamingJobOperator(
-            task_id=task_id,
-            savepoint_root=savepoints,
-            handle=job_handle,
-            aws_conn_id="s3_k8s",
-            deferrable=False,
-            poll_interval_s=0.5,
-        ).execute(cast(Context, context))
+        return stop_with_savepoint(task_id, job_handle, savepoints, "s3_k8s")
 
     # The restart window: stop with a savepoint; a partition is added while the job is down.
     window_start = time.monotonic()
@@ -290,22 +263,13 @@ def test_submit_restart_restore_and_stop_on_kubernetes(
     with s3_options_scope(s3):
         wait(
             "the flush event read",
-            lambda: caught_up(
-                CheckpointReader(checkpoint).position(), end_offsets(kafka, [SOURCE])
-            ),
+            lambda: read_to_end(checkpoint, kafka, [SOURCE]),
             bool,
             300,
         )
     assert stop("stop_again", restored)["stopped"]["clean"] is True
 
-    counts, duplicates = sink_windows(read_all_values(bootstrap, SINK, 3))
-    expected = expected_counts(events, closed_before_ms=flush_ms - 10_000)
-    missing = sum(1 for k in expected if k not in counts)
-    figures.update(duplicates=duplicates, missing=missing, windows=len(expected))
-    (tmp_path / "k8s_figures.json").write_text(json.dumps(figures, indent=2))
-    print("Kubernetes figures:", json.dumps(figures))
-    assert duplicates == 0 and missing == 0
-    assert counts == expected
+    check_output(bootstrap, SINK, 3, events, flush_ms, figures, tmp_path / "k8s_figures.json")
 
 
 def test_a_bad_job_and_a_missing_image_end_at_once(
