@@ -164,9 +164,11 @@ def run(rounds: int = 3, events: int = 20_000, kubernetes: int = 0) -> dict[str,
         if k8s is not None:
             from airflow_provider_kafkaspark.backends.kubernetes import KubernetesBackend
 
-            os.environ["AIRFLOW_CONN_KUBE_BENCH"] = json.dumps(
-                {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
-            )
+            # A submit names its connection; a stop acts from the reference alone, through
+            # the cncf provider's default one.
+            kube = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
+            for conn_id in ("KUBE_BENCH", "KUBERNETES_DEFAULT"):
+                os.environ[f"AIRFLOW_CONN_{conn_id}"] = json.dumps(kube)
             backends["kubernetes"] = KubernetesBackend(
                 kubernetes_conn_id="kube_bench", namespace=NAMESPACE
             )
