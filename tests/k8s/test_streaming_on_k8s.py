@@ -45,6 +45,7 @@ from airflow_provider_kafkaspark.operators.submit import (
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
 from kafkaspark_devstack.drivers import pod_driver_pids
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
+from kafkaspark_devstack.k8s.namespace import account_kubeconfig, prepare_namespace
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import LocalS3Server
 from tests.cluster.yarn_apps import wait
@@ -272,8 +273,9 @@ def test_submit_restart_restore_and_stop_on_kubernetes(
     check_output(bootstrap, SINK, 3, events, flush_ms, figures, tmp_path / "k8s_figures.json")
 
 
-def test_a_bad_job_and_a_missing_image_end_at_once(
+def test_a_bad_job_a_missing_image_and_a_bare_namespace_end_at_once(
     connections: None,
+    monkeypatch: pytest.MonkeyPatch,
     k8s: LocalKubernetesCluster,
     bridge_kafka: LocalKafkaCluster,
     tmp_path: Path,
@@ -332,3 +334,30 @@ def test_a_bad_job_and_a_missing_image_end_at_once(
     assert "cannot start its driver" in str(refused.value)
     # The submit took its Job away: nothing of it is left in the namespace.
     assert [j for j in job_body(api)["items"] if "k8s-no-image" in j["metadata"]["name"]] == []
+
+    # A namespace where only the Airflow side's RBAC was applied: no driver service account.
+    bare = "kafkaspark-bare"
+    prepare_namespace(k8s.kubeconfig, bare, manifests=("airflow-rbac.yaml",))
+    kubeconfig = account_kubeconfig(k8s.kubeconfig, bare, tmp_path / "bare.kubeconfig")
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBE_BARE",
+        json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}),
+    )
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_BARE",
+        json.dumps(
+            {
+                "conn_type": "spark",
+                "host": f"k8s://{k8s.server}",
+                "extra": {"deploy-mode": "cluster", "namespace": bare},
+            }
+        ),
+    )
+    spec["spark_conf"] = spark_conf(k8s)
+    spec["job_name"] = "k8s_bare"
+    bare_conns = {**common, "spark_conn_id": "spark_bare", "kubernetes_conn_id": "kube_bare"}
+    with pytest.raises(AirflowFailException, match="no service account 'kafkaspark-driver'"):
+        SubmitStreamingJobOperator(task_id="bare", job_spec=spec, **bare_conns).execute(
+            cast(Context, {})
+        )
+    assert job_body(api, bare)["items"] == []
