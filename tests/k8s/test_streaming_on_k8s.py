@@ -4,7 +4,8 @@ and a `kubernetes` connection (the cluster's kubeconfig): submit, the Job restar
 driver, a restart window with a partition added while the job is down (stop with savepoint,
 restore as a new Job), and a stop; Kafka and S3 on the cluster's bridge, where pods reach
 them; the sink's output read `read_committed` for duplicates and missing counts. Besides: a
-bad job fails its Job at once (no restart), and a missing image fails the submit.
+bad job fails its Job at once (no restart), and a missing image or a namespace without the
+driver's service account fails the submit.
 
 The figures (submit to first committed batch, the Job's restart of a killed driver, the
 restart window's downtime) are printed and written to `k8s_figures.json` in the test's
