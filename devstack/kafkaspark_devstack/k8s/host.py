@@ -215,7 +215,8 @@ def cgroup_pids(name: str) -> set[int]:
 
 
 def cgroups_left(name: str) -> list[str]:
-    return [str(h / name) for h in cgroup_hierarchies() if (h / name.strip("/")).is_dir()]
+    relative = name.strip("/")
+    return [str(h / relative) for h in cgroup_hierarchies() if (h / relative).is_dir()]
 
 
 def remove_cgroups(name: str) -> list[str]:
