@@ -6,12 +6,16 @@ this machine sees it (a pod's processes are processes of the node, here this hos
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from airflow_provider_kafkaspark.core.cluster.job_ref import KubernetesJobRef
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
 
 NAMESPACE = "kafkaspark-e2e"
+BUCKET = "k8s-e2e"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "kubernetes"
 AIRFLOW_ACCOUNT = "kafkaspark-airflow"
 RUNNER = b"airflow_provider_kafkaspark.spark.runner"
@@ -108,3 +112,33 @@ def add_partition(bootstrap: str, topic: str, total: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_partitions([NewPartitions(topic, total)]).values():
         future.result(timeout=30)
+
+
+class OutletEvents(SimpleNamespace):
+    def add(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
+        self.added = (asset, extra)
+
+
+def committed(checkpoint: str) -> int:
+    try:
+        return CheckpointReader(checkpoint).position().latest_committed or -1
+    except Exception:  # noqa: BLE001 - not written yet
+        return -1
+
+
+def lease_owner(checkpoint: str) -> str | None:
+    lease = ControlFolder(checkpoint).read_lease()
+    return None if lease is None else lease.owner_id
+
+
+def spark_conf(k8s: LocalKubernetesCluster) -> dict[str, str]:
+    return {
+        "spark.kubernetes.container.image": k8s.driver_image,
+        "spark.kubernetes.container.image.pullPolicy": "Never",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.executor.instances": "1",
+        "spark.executor.cores": "1",
+        "spark.executor.memory": "768m",
+        "spark.kubernetes.executor.request.cores": "100m",
+        "spark.kubernetes.driver.request.cores": "100m",
+    }

@@ -17,9 +17,7 @@ import os
 import signal
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -28,7 +26,6 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_kafkaspark.backends import driver_status
 from airflow_provider_kafkaspark.core.cluster.job_ref import KubernetesJobRef, job_ref_from_dict
-from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.health.observe import caught_up, end_offsets
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
@@ -55,103 +52,20 @@ from kafkaspark_devstack.s3 import LocalS3Server
 from tests.cluster.yarn_apps import wait
 from tests.integration.kafka_util import create_topic, read_all_values
 from tests.k8s.k8s_stack import (
+    BUCKET,
     NAMESPACE,
+    OutletEvents,
     add_partition,
-    airflow_kubeconfig,
+    committed,
     driver_pids,
     job_body,
     job_pods,
     kube_api,
-    make_namespace,
+    lease_owner,
+    spark_conf,
 )
 
 SOURCE, SINK = "k8s_source", "k8s_sink"
-BUCKET = "k8s-e2e"
-
-
-@pytest.fixture(scope="module")
-def bridge_kafka(
-    k8s: LocalKubernetesCluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LocalKafkaCluster]:
-    folder = tmp_path_factory.mktemp("k8s-kafka")
-    with LocalKafkaCluster(folder, host=k8s.address) as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def bridge_s3(
-    k8s: LocalKubernetesCluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LocalS3Server]:
-    server = LocalS3Server(tmp_path_factory.mktemp("k8s-s3"), host=k8s.address)
-    with server:
-        server.create_bucket(BUCKET)
-        yield server
-
-
-@pytest.fixture
-def connections(
-    monkeypatch: pytest.MonkeyPatch,
-    k8s: LocalKubernetesCluster,
-    bridge_kafka: LocalKafkaCluster,
-    bridge_s3: LocalS3Server,
-    tmp_path: Path,
-) -> None:
-    """The four official connection types; no AWS variables and no kubeconfig on the worker."""
-    for key in list(os.environ):
-        if key.startswith("AWS_") or key == "KUBECONFIG":
-            monkeypatch.delenv(key)
-    make_namespace(k8s)
-    kubeconfig = airflow_kubeconfig(k8s, tmp_path / "airflow.kubeconfig")
-    conns: dict[str, dict[str, Any]] = {
-        "spark_k8s": {
-            "conn_type": "spark",
-            "host": f"k8s://{k8s.server}",
-            "extra": {"deploy-mode": "cluster", "namespace": NAMESPACE},
-        },
-        "kube_k8s": {
-            "conn_type": "kubernetes",
-            "extra": {"kube_config_path": str(kubeconfig)},
-        },
-        "kafka_k8s": {
-            "conn_type": "kafka",
-            "extra": {"bootstrap.servers": bridge_kafka.bootstrap_servers},
-        },
-        "s3_k8s": bridge_s3.aws_connection(),
-    }
-    for name, value in conns.items():
-        monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
-    # backend_for(ref) (stop, health) uses the cncf provider's default connection.
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(conns["kube_k8s"]))
-
-
-class OutletEvents(SimpleNamespace):
-    def add(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
-        self.added = (asset, extra)
-
-
-def committed(checkpoint: str) -> int:
-    try:
-        return CheckpointReader(checkpoint).position().latest_committed or -1
-    except Exception:  # noqa: BLE001 - not written yet
-        return -1
-
-
-def lease_owner(checkpoint: str) -> str | None:
-    lease = ControlFolder(checkpoint).read_lease()
-    return None if lease is None else lease.owner_id
-
-
-def spark_conf(k8s: LocalKubernetesCluster) -> dict[str, str]:
-    return {
-        "spark.kubernetes.container.image": k8s.driver_image,
-        "spark.kubernetes.container.image.pullPolicy": "Never",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.executor.instances": "1",
-        "spark.executor.cores": "1",
-        "spark.executor.memory": "768m",
-        "spark.kubernetes.executor.request.cores": "100m",
-        "spark.kubernetes.driver.request.cores": "100m",
-    }
 
 
 def test_submit_restart_restore_and_stop_on_kubernetes(

@@ -10,6 +10,7 @@ import tarfile
 from pathlib import Path
 
 from kafkaspark_devstack.k8s import build, config, node
+from kafkaspark_devstack.k8s.host import HostSetupError
 from kafkaspark_devstack.k8s.oci import ImageConfig, full_name, write_archive, write_layer
 
 GOMOD = """module k8s.io/kubernetes
@@ -138,6 +139,6 @@ def test_an_added_node_is_another_host_on_the_bridge_with_pods_of_its_own(
     for bad in (1, 201):
         try:
             node.plan("n", bad, "kskube0", "10.244.0.0/24")
-        except node.HostSetupError:
+        except HostSetupError:
             continue
         raise AssertionError(f"index {bad} accepted")
