@@ -192,7 +192,9 @@ def test_the_driver_moves_to_the_other_node_when_its_node_is_lost(
     figures["batch_before_kill"] = before
     # Its daemons, shims and every pod process (driver, executors): all gone at once.
     pods_cgroup = k8s.node_host(lost).cgroup_root
-    wait("the lost node's pod processes gone", lambda: cgroup_pids(pods_cgroup), bool.__not__, 10)
+    wait(
+        "the lost node's pod processes gone", lambda: cgroup_pids(pods_cgroup), lambda p: not p, 10
+    )
     assert cluster_pids(k8s.folder / "nodes" / lost) == []
     produce_events(bootstrap, SOURCE, events[4_000:])
     flush_ms = max(e.event_time_ms for e in events) + 60_000
