@@ -154,7 +154,7 @@ class LocalKubernetesCluster:
             raise KubernetesStartError(
                 f"a cluster runs from {self.folder} already (`kafkaspark local k8s stop`)"
             )
-        if self.state.pids or host.link_exists(self.state.bridge):
+        if self.state.pids or self.state.added or host.link_exists(self.state.bridge):
             log.warning("cleaning up what an earlier cluster in %s left", self.folder)
             self.stop()
         bins = self._binaries()
