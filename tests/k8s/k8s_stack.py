@@ -17,6 +17,7 @@ from kafkaspark_devstack.k8s.namespace import (
 )
 
 NAMESPACE = "kafkaspark-e2e"
+BUCKET = "k8s-e2e"
 
 
 def kube_api(k8s: LocalKubernetesCluster) -> Any:
@@ -58,3 +59,16 @@ def add_partition(bootstrap: str, topic: str, total: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_partitions([NewPartitions(topic, total)]).values():
         future.result(timeout=30)
+
+
+def spark_conf(k8s: LocalKubernetesCluster) -> dict[str, str]:
+    return {
+        "spark.kubernetes.container.image": k8s.driver_image,
+        "spark.kubernetes.container.image.pullPolicy": "Never",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.executor.instances": "1",
+        "spark.executor.cores": "1",
+        "spark.executor.memory": "768m",
+        "spark.kubernetes.executor.request.cores": "100m",
+        "spark.kubernetes.driver.request.cores": "100m",
+    }

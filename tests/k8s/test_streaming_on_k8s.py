@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -52,13 +51,13 @@ from kafkaspark_devstack.s3 import LocalS3Server
 from tests.cluster.yarn_apps import wait
 from tests.integration.kafka_util import create_topic
 from tests.k8s.k8s_stack import (
+    BUCKET,
     NAMESPACE,
     add_partition,
-    airflow_kubeconfig,
     job_body,
     job_pods,
     kube_api,
-    make_namespace,
+    spark_conf,
 )
 from tests.lifecycle_story import (
     check_output,
@@ -69,75 +68,6 @@ from tests.lifecycle_story import (
 )
 
 SOURCE, SINK = "k8s_source", "k8s_sink"
-BUCKET = "k8s-e2e"
-
-
-@pytest.fixture(scope="module")
-def bridge_kafka(
-    k8s: LocalKubernetesCluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LocalKafkaCluster]:
-    folder = tmp_path_factory.mktemp("k8s-kafka")
-    with LocalKafkaCluster(folder, host=k8s.address) as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def bridge_s3(
-    k8s: LocalKubernetesCluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LocalS3Server]:
-    server = LocalS3Server(tmp_path_factory.mktemp("k8s-s3"), host=k8s.address)
-    with server:
-        server.create_bucket(BUCKET)
-        yield server
-
-
-@pytest.fixture
-def connections(
-    monkeypatch: pytest.MonkeyPatch,
-    k8s: LocalKubernetesCluster,
-    bridge_kafka: LocalKafkaCluster,
-    bridge_s3: LocalS3Server,
-    tmp_path: Path,
-) -> None:
-    """The four official connection types; no AWS variables and no kubeconfig on the worker."""
-    for key in list(os.environ):
-        if key.startswith("AWS_") or key == "KUBECONFIG":
-            monkeypatch.delenv(key)
-    make_namespace(k8s)
-    kubeconfig = airflow_kubeconfig(k8s, tmp_path / "airflow.kubeconfig")
-    conns: dict[str, dict[str, Any]] = {
-        "spark_k8s": {
-            "conn_type": "spark",
-            "host": f"k8s://{k8s.server}",
-            "extra": {"deploy-mode": "cluster", "namespace": NAMESPACE},
-        },
-        "kube_k8s": {
-            "conn_type": "kubernetes",
-            "extra": {"kube_config_path": str(kubeconfig)},
-        },
-        "kafka_k8s": {
-            "conn_type": "kafka",
-            "extra": {"bootstrap.servers": bridge_kafka.bootstrap_servers},
-        },
-        "s3_k8s": bridge_s3.aws_connection(),
-    }
-    for name, value in conns.items():
-        monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
-    # backend_for(ref) (stop, health) uses the cncf provider's default connection.
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(conns["kube_k8s"]))
-
-
-def spark_conf(k8s: LocalKubernetesCluster) -> dict[str, str]:
-    return {
-        "spark.kubernetes.container.image": k8s.driver_image,
-        "spark.kubernetes.container.image.pullPolicy": "Never",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.executor.instances": "1",
-        "spark.executor.cores": "1",
-        "spark.executor.memory": "768m",
-        "spark.kubernetes.executor.request.cores": "100m",
-        "spark.kubernetes.driver.request.cores": "100m",
-    }
 
 
 def test_submit_restart_restore_and_stop_on_kubernetes(

@@ -9,7 +9,8 @@ import json
 import tarfile
 from pathlib import Path
 
-from kafkaspark_devstack.k8s import build, config
+from kafkaspark_devstack.k8s import build, config, node
+from kafkaspark_devstack.k8s.host import HostSetupError
 from kafkaspark_devstack.k8s.oci import ImageConfig, full_name, write_archive, write_layer
 
 GOMOD = """module k8s.io/kubernetes
@@ -99,3 +100,45 @@ def test_every_daemon_binds_to_the_bridge_address(tmp_path: Path) -> None:
     assert cni["ipam"]["ranges"][0][0]["gateway"] == "10.244.7.1"
     kubelet = json.loads(config.kubelet_config(node, tmp_path / "ca"))
     assert (kubelet["cgroupDriver"], kubelet["oomScoreAdj"]) == ("cgroupfs", 0)
+
+
+def test_an_added_node_is_another_host_on_the_bridge_with_pods_of_its_own(
+    tmp_path: Path,
+) -> None:
+    host = node.plan("kafkaspark-node-2", 2, "kskube0", "10.244.0.0/24")
+    assert (host.namespace, host.veth, host.address) == ("kskube0-n2", "kskube0n2", "10.244.0.2")
+    assert (host.pod_bridge, host.pod_cidr, host.pod_gateway) == (
+        "kskube1",
+        "10.244.1.0/24",
+        "10.244.1.1",
+    )
+    assert host.cgroup_root == "/kafkaspark-node-2" and len(host.veth) <= 15
+    commands = [" ".join(c) for c in node.up_commands(host, "kskube0", "10.244.0.1")]
+    assert "ip -n kskube0-n2 route add default via 10.244.0.1" in commands
+    assert "ip route add 10.244.1.0/24 via 10.244.0.2 dev kskube0" in commands
+    layout = config.NodeLayout(
+        name=host.name,
+        address=host.address,
+        bridge=host.pod_bridge,
+        pod_cidr=host.pod_cidr,
+        folder=tmp_path / "nodes" / host.name,
+        cluster_folder=tmp_path,
+        cgroup_root=host.cgroup_root,
+        pod_gateway=host.pod_gateway,
+    )
+    kubelet = json.loads(config.kubelet_config(layout, tmp_path / "pki" / "ca.crt"))
+    assert kubelet["cgroupRoot"] == "/kafkaspark-node-2" and kubelet["address"] == "10.244.0.2"
+    assert kubelet["tlsCertFile"] == str(tmp_path / "pki" / "kubelet-kafkaspark-node-2-serving.crt")
+    cni = json.loads(config.cni_config(layout))["plugins"][0]
+    assert cni["bridge"] == "kskube1"
+    assert cni["ipam"]["ranges"][0][0]["gateway"] == "10.244.1.1"
+    assert str(layout.folder) in config.containerd_config(layout, "pause:1")
+    line = " ".join(config.kubelet_command(tmp_path / "kubelet", layout))
+    assert f"--kubeconfig={tmp_path / 'kubelet-kafkaspark-node-2.kubeconfig'}" in line
+    assert f"--root-dir={layout.folder / 'kubelet'}" in line
+    for bad in (1, 201):
+        try:
+            node.plan("n", bad, "kskube0", "10.244.0.0/24")
+        except HostSetupError:
+            continue
+        raise AssertionError(f"index {bad} accepted")

@@ -41,6 +41,9 @@ CONFIG_MAP_LIMIT = 1_000_000
 IMAGE_KEY = "spark.kubernetes.container.image"
 PULL_POLICY_KEY = "spark.kubernetes.container.image.pullPolicy"
 SERVICE_ACCOUNT_KEY = "spark.kubernetes.authenticate.driver.serviceAccountName"
+# Not Spark's own: how fast a job gives up a lost node is the job's latency choice, so it
+# travels with the spec (a restore keeps it) like the image does.
+NODE_LOST_KEY = "spark.kafkaspark.kubernetes.nodeLostAfterSeconds"
 DEFAULT_SERVICE_ACCOUNT = "kafkaspark-driver"
 
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
@@ -89,7 +92,22 @@ class DriverPodSettings:
             service_account=str(conf.get(SERVICE_ACCOUNT_KEY) or DEFAULT_SERVICE_ACCOUNT),
             pull_policy=str(conf.get(PULL_POLICY_KEY) or "IfNotPresent"),
             python=str(python or "python3"),
+            node_lost_after_s=_seconds(conf.get(NODE_LOST_KEY), job_name),
         )
+
+
+def _seconds(given: str | None, job_name: str) -> int:
+    if given is None or not str(given).strip():
+        return DriverPodSettings.node_lost_after_s
+    try:
+        seconds = int(str(given).strip())
+    except ValueError:
+        seconds = -1
+    if seconds < 0:
+        raise InvalidInputError(
+            f"job {job_name}: {NODE_LOST_KEY} must be whole seconds >= 0, got {given!r}"
+        )
+    return seconds
 
 
 def failure_policy() -> dict[str, Any]:

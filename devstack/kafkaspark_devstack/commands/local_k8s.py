@@ -23,6 +23,14 @@ def add_parsers(parts: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     k8s.add_argument("--dir", default=str(DEFAULT_LOCAL_K8S_DIR), help="cluster folder")
     k8s.add_argument("--timeout", type=float, default=240.0, help="seconds to wait for start")
+    k8s.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        choices=range(1, 9),
+        metavar="N",
+        help="start: nodes (1-8); each past the first on a host of its own (namespaces)",
+    )
     with_example(k8s, "kafkaspark local k8s build", "kafkaspark local k8s start")
     k8s.set_defaults(func=local_k8s)
 
@@ -47,11 +55,18 @@ def local_k8s(args: argparse.Namespace) -> int:
     cluster = LocalKubernetesCluster(base)
     if args.action == "start":
         cluster.start(timeout=args.timeout)
+        try:
+            for number in range(2, args.nodes + 1):
+                cluster.add_node(f"kafkaspark-node-{number}", timeout=args.timeout)
+        except BaseException:
+            cluster.stop()
+            raise
         print(f"Kubernetes is up: API server {cluster.server}")
         print(f"kubeconfig:   {cluster.kubeconfig}")
         print(f"bridge:       {cluster.address} (pods reach this host's servers there: start them")
         print(f"              with KAFKASPARK_LOCAL_HOST={cluster.address})")
         print(f"driver image: {cluster.driver_image} (imagePullPolicy: Never)")
+        print(f"nodes:        {', '.join(cluster.nodes)}")
         return EXIT_OK
     if args.action == "stop":
         cluster.stop()

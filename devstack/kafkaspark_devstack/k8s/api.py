@@ -61,3 +61,15 @@ def node_ready(node: dict[str, Any] | None, since: float | None = None) -> bool:
             # The API's times have whole seconds.
             return beat.timestamp() >= int(since)
     return False
+
+
+def delete(url: str, context: ssl.SSLContext, timeout: float = 5.0) -> int:
+    """The status of a DELETE; 0 when nothing answered."""
+    request = urllib.request.Request(url, method="DELETE")
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=timeout) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except (OSError, ssl.SSLError):
+        return 0

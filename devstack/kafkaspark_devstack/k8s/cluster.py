@@ -27,7 +27,7 @@ from typing import Any
 
 from airflow_provider_kafkaspark.errors import LocalStackError
 from kafkaspark_devstack.daemon import load_state, log_tail, reap, save_state, spawn, stop_group
-from kafkaspark_devstack.k8s import api, config, host, pki
+from kafkaspark_devstack.k8s import api, config, host, node, pki
 from kafkaspark_devstack.k8s.build import Binaries, binaries, default_cache_dir
 from kafkaspark_devstack.k8s.image import Image, driver_image, pause_image
 from kafkaspark_devstack.k8s.oci import full_name
@@ -54,6 +54,10 @@ class KubernetesStartError(LocalStackError):
     """A part of the local Kubernetes cluster exited or did not come up in time."""
 
 
+class KubernetesNodeError(LocalStackError):
+    """A node of the local cluster could not be found, killed or deleted."""
+
+
 @dataclass
 class _State:
     folder: str
@@ -67,6 +71,9 @@ class _State:
     pids: dict[str, int] = field(default_factory=dict)
     # The host's values before the kubelet and the CNI plugin changed them.
     sysctls: dict[str, str] = field(default_factory=dict)
+    # Nodes added beside the first (node.py), by name: {"index", "init", "starter"}; their
+    # daemons' pids are in `pids` as "<node>/<daemon>".
+    added: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class LocalKubernetesCluster:
@@ -124,8 +131,12 @@ class LocalKubernetesCluster:
     def driver_image(self) -> str:
         return self.state.driver_image
 
+    @property
+    def nodes(self) -> list[str]:
+        return [self.state.node, *self.state.added]
+
     def log_file(self, name: str) -> Path:
-        return self.folder / "logs" / f"{name}.log"
+        return self.folder / "logs" / f"{name.replace('/', '-')}.log"
 
     def kubectl(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -143,7 +154,7 @@ class LocalKubernetesCluster:
             raise KubernetesStartError(
                 f"a cluster runs from {self.folder} already (`kafkaspark local k8s stop`)"
             )
-        if self.state.pids or host.link_exists(self.state.bridge):
+        if self.state.pids or self.state.added or host.link_exists(self.state.bridge):
             log.warning("cleaning up what an earlier cluster in %s left", self.folder)
             self.stop()
         bins = self._binaries()
@@ -168,6 +179,8 @@ class LocalKubernetesCluster:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop every part and take back what it changed on the host; nothing stays behind
         (processes, mounts, the bridge, iptables chains, cgroups, sysctl values)."""
+        for name in list(self.state.added):
+            self.remove_node(name)
         for name in reversed(DAEMONS):
             if name == "containerd":
                 self._stop_pods()
@@ -206,11 +219,12 @@ class LocalKubernetesCluster:
             }
             for name in DAEMONS
         }
-        node = None
+        ready = {}
         if daemons["kube-apiserver"]["running"]:
-            node = api.get_json(
-                f"{self.server}/api/v1/nodes/{self.state.node}", self._admin_context(), 3.0
-            )
+            context = self._admin_context()
+            for name in self.nodes:
+                found = api.get_json(f"{self.server}/api/v1/nodes/{name}", context, 3.0)
+                ready[name] = api.node_ready(found)
         return {
             "running": all(d["running"] for d in daemons.values()),
             "folder": str(self.folder),
@@ -219,7 +233,8 @@ class LocalKubernetesCluster:
             "bridge": self.state.bridge,
             "address": self.state.address,
             "node": self.state.node,
-            "node_ready": api.node_ready(node),
+            "node_ready": ready.get(self.state.node, False),
+            "nodes_ready": ready,
             "driver_image": self.state.driver_image,
             "daemons": daemons,
             "on_host": self.leftovers(),
@@ -229,12 +244,15 @@ class LocalKubernetesCluster:
         """What of a cluster is on this host beyond its daemons: empty after `stop`."""
         found = {
             "processes": [
-                str(p) for p in host.cluster_pids(self.folder) if p not in self.state.pids.values()
+                str(p)
+                for p in host.cluster_pids(self.folder)
+                if p not in self.state.pids.values() and not self._on_added_node(p)
             ],
             "mounts": host.mounts_under(self.folder),
             "bridge": [self.state.bridge] if host.link_exists(self.state.bridge) else [],
             "iptables_chains": host.cluster_chains() + host.cluster_chains("ip6tables"),
             "cgroups": host.cgroups_left("kubepods"),
+            "nodes": [item for n in self.state.added for item in self._added_leftovers(n)],
         }
         return {key: value for key, value in found.items() if value}
 
@@ -243,6 +261,197 @@ class LocalKubernetesCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    # -- more nodes -----------------------------------------------------------------------
+
+    def add_node(self, name: str, timeout: float = 300.0) -> config.NodeLayout:
+        """A node on "another host" of this machine (node.py): its own namespaces, containerd
+        (the images imported into it), kubelet and kube-proxy; returns when it is Ready and
+        its kube-proxy answers. On a failure what it started is taken back."""
+        if not self.is_running():
+            raise KubernetesStartError(f"no cluster runs from {self.folder}: start it first")
+        if name in self.nodes:
+            raise KubernetesStartError(f"node {name} exists already in {self.folder}")
+        used = {entry["index"] for entry in self.state.added.values()}
+        index = min(set(range(2, 201)) - used)
+        self.state.added[name] = {"index": index}
+        self._save()
+        started = time.monotonic()
+        try:
+            layout = self._start_added(name, started + timeout)
+        except BaseException:
+            self.remove_node(name)
+            raise
+        print(f"k8s: node {name} up in {time.monotonic() - started:.0f}s", flush=True)
+        return layout
+
+    def node_host(self, name: str) -> node.NodeHost:
+        entry = self.state.added.get(name)
+        if entry is None:
+            raise KubernetesNodeError(
+                f"{name} is no added node of {self.folder} (added: {list(self.state.added)}); "
+                "the first node shares this machine's namespaces with the control plane"
+            )
+        return node.plan(name, entry["index"], self.state.bridge, self.state.pod_cidr)
+
+    def kill_node(self, name: str) -> None:
+        """A power loss of node `name`: SIGKILL to every process of it at once (containerd,
+        its shims and pods, the kubelet, kube-proxy). Its Node object stays in the API, its
+        network and cgroups on this machine until `remove_node` or `stop`."""
+        plan = self.node_host(name)
+        node.kill(self.state.added[name].get("init"))
+        # Its processes are gone: what is left is to reap this process's children.
+        for key in [k for k in self.state.pids if k.startswith(f"{name}/")]:
+            reap(self._children.pop(key, None), 5.0)
+            self.state.pids.pop(key, None)
+        reap(self._children.pop(f"{name}/init", None), 5.0)
+        self.state.added[name]["init"] = 0
+        self._save()
+        log.info("node %s (%s) killed", name, plan.address)
+
+    def delete_node(self, name: str) -> None:
+        """What a cloud's node controller does for a VM that is gone: delete the Node object
+        (the pod garbage collector then fails and removes the pods bound to it, 40-60 s on).
+        Without it a lost node's pods stay Running with a deletion time forever (no kubelet
+        ends them), and a Job waits for them; the `node.kubernetes.io/out-of-service` taint
+        on the Node fails them within seconds instead (both seen on this cluster)."""
+        status = api.delete(f"{self.server}/api/v1/nodes/{name}", self._admin_context(), 10.0)
+        if status not in (200, 202, 404):
+            raise KubernetesNodeError(f"deleting node {name}: the API server answered {status}")
+
+    def remove_node(self, name: str) -> None:
+        """An added node's processes and all it changed on this machine (namespaces, veth,
+        route, cgroups); the Node object stays for `delete_node`."""
+        plan = self.node_host(name)
+        self.kill_node(name)
+        reap(self._children.pop(f"{name}/starter", None), 5.0)
+        left = node.remove(plan, None, self.state.bridge)
+        if left:
+            log.warning("node %s left on this host: %s", name, left)
+        folder = self._added_folder(name)
+        for ephemeral in (folder / "containerd" / "state", folder / "cni" / "ipam"):
+            shutil.rmtree(ephemeral, ignore_errors=True)
+        (folder / "init.ready").unlink(missing_ok=True)
+        del self.state.added[name]
+        if self.folder.is_dir():
+            self._save()
+
+    def _added_folder(self, name: str) -> Path:
+        return self.folder / "nodes" / name
+
+    def _added_layout(self, name: str) -> config.NodeLayout:
+        plan = self.node_host(name)
+        return config.NodeLayout(
+            name=name,
+            address=plan.address,
+            bridge=plan.pod_bridge,
+            pod_cidr=plan.pod_cidr,
+            folder=self._added_folder(name),
+            cluster_folder=self.folder,
+            cgroup_root=plan.cgroup_root,
+            pod_gateway=plan.pod_gateway,
+        )
+
+    def _start_added(self, name: str, deadline: float) -> config.NodeLayout:
+        plan, layout = self.node_host(name), self._added_layout(name)
+        folder = layout.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "init.ready").unlink(missing_ok=True)
+        bins, pause, driver = self._binaries(), pause_image(self.cache), driver_image(self.cache)
+        self._write_node_credentials(name, plan.address)
+        self._write_node_configs(layout, pause)
+        node.bring_up(plan, self.state.bridge, self.state.address)
+        with open(self.log_file(f"{name}/init"), "ab") as errors:
+            starter = subprocess.Popen(
+                node.init_command(plan, folder),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                start_new_session=True,
+            )
+        self._children[f"{name}/starter"] = starter
+        init = node.find_init(starter, folder, deadline)
+        self.state.added[name].update(init=init, starter=starter.pid)
+        self._save()
+
+        def on_node(argv: list[str]) -> list[str]:
+            return node.enter_command(init, argv, folder)
+
+        socket = layout.containerd_socket
+        self._spawn(
+            f"{name}/containerd",
+            on_node(["containerd", f"--config={folder / 'containerd.toml'}"]),
+            cwd=folder,
+        )
+        self._wait(
+            f"{name}/containerd",
+            deadline,
+            lambda: self._ctr("version", socket=socket).returncode == 0,
+        )
+        self._import_images([pause, driver], deadline, socket)
+        self._spawn(
+            f"{name}/kubelet", on_node(config.kubelet_command(bins.path("kubelet"), layout)), folder
+        )
+        admin = self._admin_context()
+        since = time.time()
+        node_url = f"{self.server}/api/v1/nodes/{name}"
+        self._wait(
+            f"{name}/kubelet",
+            deadline,
+            lambda: api.node_ready(api.get_json(node_url, admin), since),
+        )
+        self._spawn(
+            f"{name}/kube-proxy",
+            on_node(config.kube_proxy_command(bins.path("kube-proxy"), layout)),
+            folder,
+        )
+        healthz = f"http://{plan.address}:{config.PROXY_HEALTHZ_PORT}/healthz"
+        self._wait(f"{name}/kube-proxy", deadline, lambda: api.get(healthz, None)[0] == 200)
+        return layout
+
+    def _write_node_credentials(self, name: str, address: str) -> None:
+        ca = self._pki("ca")
+        pki.issue(
+            ca,
+            self._pki(f"kubelet-{name}-serving"),
+            f"system:node:{name}",
+            "system:nodes",
+            server_names=(name,),
+            server_ips=(address,),
+        )
+        pair = pki.issue(ca, self._pki(f"kubelet-{name}"), f"system:node:{name}", "system:nodes")
+        pki.kubeconfig(
+            self.folder / f"kubelet-{name}.kubeconfig", self.server, ca, pair, f"system:node:{name}"
+        )
+
+    def _write_node_configs(self, layout: config.NodeLayout, pause: Image) -> None:
+        folder = layout.folder
+        (folder / "containerd.toml").write_text(config.containerd_config(layout, pause.name))
+        net_d = folder / "cni" / "net.d"
+        net_d.mkdir(parents=True, exist_ok=True)
+        (net_d / "10-kskube.conflist").write_text(config.cni_config(layout))
+        (folder / "kubelet-config.json").write_text(
+            config.kubelet_config(layout, self._pki("ca").cert)
+        )
+        (folder / "kube-proxy-config.json").write_text(
+            config.kube_proxy_config(layout, self.folder / "kube-proxy.kubeconfig", layout.pod_cidr)
+        )
+
+    def _added_leftovers(self, name: str) -> list[str]:
+        return node.leftovers(self.node_host(name))
+
+    def _on_added_node(self, pid: int) -> bool:
+        """Whether `pid` runs on an added node (in the PID namespace of its init)."""
+        spaces = set()
+        for entry in self.state.added.values():
+            try:
+                spaces.add(os.readlink(f"/proc/{entry.get('init', 0)}/ns/pid"))
+            except OSError:
+                pass
+        try:
+            return os.readlink(f"/proc/{pid}/ns/pid") in spaces
+        except OSError:
+            return False
 
     # -- start ----------------------------------------------------------------------------
 
@@ -362,24 +571,32 @@ class LocalKubernetesCluster:
             )
         )
 
-    def _import_images(self, images: list[Image], deadline: float) -> None:
-        listed = self._ctr("images", "ls", "-q").stdout.split()
+    def _import_images(
+        self, images: list[Image], deadline: float, socket: Path | None = None
+    ) -> None:
+        listed = self._ctr("images", "ls", "-q", socket=socket).stdout.split()
         for image in images:
             full = full_name(image.name)
             if full in listed:
                 continue
             print(f"k8s: importing {image.name} into containerd", flush=True)
             remaining = max(10.0, min(IMPORT_TIMEOUT, deadline - time.monotonic()))
-            done = self._ctr("images", "import", str(image.archive), timeout=remaining)
-            if done.returncode != 0 or full not in self._ctr("images", "ls", "-q").stdout.split():
+            done = self._ctr(
+                "images", "import", str(image.archive), timeout=remaining, socket=socket
+            )
+            listed = self._ctr("images", "ls", "-q", socket=socket).stdout.split()
+            if done.returncode != 0 or full not in listed:
                 raise KubernetesStartError(
                     f"containerd did not import {image.archive}: {done.stderr.strip()[-300:]}"
                 )
 
-    def _ctr(self, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    def _ctr(
+        self, *args: str, timeout: float = 30.0, socket: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        socket = socket or self.node.containerd_socket
         try:
             return subprocess.run(
-                ["ctr", f"--address={self.node.containerd_socket}", "-n", "k8s.io", *args],
+                ["ctr", f"--address={socket}", "-n", "k8s.io", *args],
                 capture_output=True,
                 text=True,
                 timeout=timeout,
@@ -388,9 +605,9 @@ class LocalKubernetesCluster:
         except subprocess.TimeoutExpired:
             return subprocess.CompletedProcess(args, 124, "", f"ctr timed out after {timeout}s")
 
-    def _spawn(self, name: str, command: list[str]) -> None:
-        env = {"PATH": PATH, "HOME": str(self.folder), "LANG": "C.UTF-8"}
-        child = spawn(command, self.log_file(name), cwd=self.folder, env=env)
+    def _spawn(self, name: str, command: list[str], cwd: Path | None = None) -> None:
+        env = {"PATH": PATH, "HOME": str(cwd or self.folder), "LANG": "C.UTF-8"}
+        child = spawn(command, self.log_file(name), cwd=cwd or self.folder, env=env)
         self._children[name] = child
         self.state.pids[name] = child.pid
         self._save()

@@ -38,14 +38,25 @@ class NodeLayout:
     bridge: str
     pod_cidr: str
     folder: Path
+    # The cluster's folder (credentials, kubeconfigs) when the node's files live apart.
+    cluster_folder: Path | None = None
+    # A node added beside the first takes a cgroup tree of its own: two kubelets in one
+    # `/kubepods` would each take the other's pods for orphans.
+    cgroup_root: str = "/"
+    # The pods' gateway: the node's address unless its pods have a bridge of their own.
+    pod_gateway: str | None = None
 
     @property
     def containerd_socket(self) -> Path:
         return self.folder / "containerd" / "containerd.sock"
 
     @property
-    def cgroup_root(self) -> str:
-        return "/"
+    def shared(self) -> Path:
+        return self.cluster_folder or self.folder
+
+    @property
+    def gateway(self) -> str:
+        return self.pod_gateway or self.address
 
 
 @dataclass(frozen=True)
@@ -231,7 +242,7 @@ def cni_config(node: NodeLayout) -> str:
                             {
                                 "subnet": str(network),
                                 "rangeStart": str(hosts[9]),
-                                "gateway": node.address,
+                                "gateway": node.gateway,
                             }
                         ]
                     ],
@@ -244,7 +255,7 @@ def cni_config(node: NodeLayout) -> str:
 
 
 def kubelet_config(node: NodeLayout, ca_file: Path) -> str:
-    pki = node.folder / "pki"
+    pki = node.shared / "pki"
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -290,7 +301,7 @@ def kubelet_command(binary: Path, node: NodeLayout) -> list[str]:
     return [
         str(binary),
         f"--config={node.folder / 'kubelet-config.json'}",
-        f"--kubeconfig={node.folder / f'kubelet-{node.name}.kubeconfig'}",
+        f"--kubeconfig={node.shared / f'kubelet-{node.name}.kubeconfig'}",
         f"--root-dir={node.folder / 'kubelet'}",
         f"--cert-dir={node.folder / 'kubelet-pki'}",
         f"--hostname-override={node.name}",

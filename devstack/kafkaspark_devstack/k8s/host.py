@@ -193,7 +193,7 @@ def unmount_all(folder: Path) -> list[str]:
     return mounts_under(folder)
 
 
-def _cgroup_hierarchies() -> list[Path]:
+def cgroup_hierarchies() -> list[Path]:
     try:
         return [p for p in CGROUP_ROOT.iterdir() if (p / "cgroup.procs").exists()]
     except OSError:
@@ -203,7 +203,7 @@ def _cgroup_hierarchies() -> list[Path]:
 def cgroup_pids(name: str) -> set[int]:
     """Processes in the cgroup `name` (e.g. "kubepods") and below, in any hierarchy."""
     pids: set[int] = set()
-    for hierarchy in _cgroup_hierarchies():
+    for hierarchy in cgroup_hierarchies():
         top = hierarchy / name.strip("/")
         if top.is_dir():
             for procs in top.rglob("cgroup.procs"):
@@ -215,13 +215,14 @@ def cgroup_pids(name: str) -> set[int]:
 
 
 def cgroups_left(name: str) -> list[str]:
-    return [str(h / name) for h in _cgroup_hierarchies() if (h / name.strip("/")).is_dir()]
+    relative = name.strip("/")
+    return [str(h / relative) for h in cgroup_hierarchies() if (h / relative).is_dir()]
 
 
 def remove_cgroups(name: str) -> list[str]:
     """Remove the cgroup `name` and its children (bottom up) in every hierarchy; returns
     those that stayed (a process still in them)."""
-    for hierarchy in _cgroup_hierarchies():
+    for hierarchy in cgroup_hierarchies():
         top = hierarchy / name.strip("/")
         if not top.is_dir():
             continue

@@ -208,3 +208,13 @@ def test_executors_get_the_credentials_by_reference_to_the_secret() -> None:
     )
     assert conf["spark.kubernetes.namespace"] == "streaming"
     assert conf["spark.kubernetes.executor.podNamePrefix"] == "ip-count-1"
+
+
+def test_the_node_lost_seconds_come_from_spark_conf_and_a_bad_value_is_named() -> None:
+    conf = {k8s.IMAGE_KEY: "img:1"}
+    assert k8s.DriverPodSettings.from_spark_conf(conf, "ns", job_name="j").node_lost_after_s == 300
+    conf[k8s.NODE_LOST_KEY] = "10"
+    assert k8s.DriverPodSettings.from_spark_conf(conf, "ns", job_name="j").node_lost_after_s == 10
+    conf[k8s.NODE_LOST_KEY] = "soon"
+    with pytest.raises(InvalidInputError, match=r"nodeLostAfterSeconds must be whole seconds"):
+        k8s.DriverPodSettings.from_spark_conf(conf, "ns", job_name="j")
