@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -44,6 +45,7 @@ from airflow_provider_kafkaspark.operators.submit import (
 )
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
 from kafkaspark_devstack.drivers import pod_driver_pids
+from kafkaspark_devstack.k8s.bridge_host import BridgeHost
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
 from kafkaspark_devstack.k8s.namespace import account_kubeconfig, prepare_namespace
 from kafkaspark_devstack.kafka import LocalKafkaCluster
@@ -68,6 +70,7 @@ from tests.lifecycle_story import (
 )
 
 SOURCE, SINK = "k8s_source", "k8s_sink"
+KAFKASPARK = str(Path(sys.executable).parent / "kafkaspark")
 
 
 def test_submit_restart_restore_and_stop_on_kubernetes(
@@ -199,7 +202,21 @@ def test_submit_restart_restore_and_stop_on_kubernetes(
             bool,
             300,
         )
-    assert stop("stop_again", restored)["stopped"]["clean"] is True
+    # The last stop from another host: its own network address, pids and host name, with
+    # nothing but the reference's text, the storage's variables and a kubeconfig.
+    # (The `connections` fixture wrote the Airflow side's kubeconfig into this test's folder.)
+    kubeconfig = tmp_path / "airflow.kubeconfig"
+    person = {**bridge_s3.aws_environment(), "KUBECONFIG": str(kubeconfig)}
+    with BridgeHost(k8s, "kafkaspark-ops", tmp_path / "ops") as ops:
+        ref_text = json.dumps(restored["job_ref"])
+        shown = ops.run([KAFKASPARK, "job", "stop", ref_text, "--json"], env=person)
+        assert shown.returncode == 0, shown.stderr
+        assert "Traceback" not in shown.stderr
+        stopped_text = json.loads(shown.stdout)["stopped"]
+        assert ", clean)" in stopped_text, stopped_text
+        hostname = ops.run(["hostname"]).stdout.strip()
+    assert hostname == "kafkaspark-ops"
+    assert driver_status(ref2).state == "Complete", driver_status(ref2)
 
     check_output(bootstrap, SINK, 3, events, flush_ms, figures, tmp_path / "k8s_figures.json")
 
