@@ -21,6 +21,7 @@ from airflow_provider_kafkaspark.core.cluster.job_ref import (
 )
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from kafkaspark_devstack.process import command_lines, program_of
 
 
 def submit_local(
@@ -96,15 +97,10 @@ def pod_driver_pids() -> list[int]:
     """The runners' Pythons of driver pods on this host (a node's pods are its processes):
     their command names the spec a Kubernetes submit mounts, and tini in front of each, with
     the same arguments, is left out."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        program = command.split(b"\0", 1)[0].rsplit(b"/", 1)[-1]
-        if program.startswith(b"python") and _RUNNER in command and b"/opt/kafkaspark/" in command:
-            found.append(int(entry.name))
-    return found
+    return [
+        pid
+        for pid, command in command_lines()
+        if program_of(command).startswith(b"python")
+        and _RUNNER in command
+        and b"/opt/kafkaspark/" in command
+    ]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.errors import LocalStackError
+from kafkaspark_devstack.process import child_pids, proc_cmdline
 
 log = logging.getLogger(__name__)
 
@@ -211,9 +212,9 @@ class NetBed:
         has become `sleep`, i.e. after the host name and /etc/hosts are in place."""
         unshare_pid = self._inits[name].pid
         for _ in range(10_000):
-            for child in _children(unshare_pid):
-                for grandchild in [child, *_children(child)]:
-                    if _command(grandchild).startswith(b"sleep"):
+            for child in child_pids(unshare_pid):
+                for grandchild in [child, *child_pids(child)]:
+                    if proc_cmdline(grandchild).startswith(b"sleep"):
                         return grandchild
             if self._inits[name].poll() is not None:
                 raise NetBedError(
@@ -229,20 +230,3 @@ def _run(command: list[str]) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
     if done.returncode != 0:
         raise NetBedError(f"{' '.join(command)}: {done.stderr.strip() or done.returncode}")
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            found += [int(c) for c in (task / "children").read_text().split()]
-    except OSError:
-        return []
-    return found
-
-
-def _command(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""

@@ -1,8 +1,10 @@
-"""Whether a server of the local stack runs (its pid, and its command line against reuse)."""
+"""Processes of this machine as the local stack sees them: whether a server runs (its pid,
+and its command line against reuse), every command line, a process's children."""
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
@@ -13,6 +15,32 @@ def proc_cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def command_lines() -> Iterator[tuple[int, bytes]]:
+    """(pid, command line) of every process this PID namespace shows; one that ends while
+    read is left out."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            command = proc_cmdline(int(entry.name))
+            if command:
+                yield int(entry.name), command
+
+
+def program_of(command: bytes) -> bytes:
+    """The file name of a command line's program (`/usr/bin/python3 -m x` -> `python3`)."""
+    return command.split(b"\0", 1)[0].rsplit(b"/", 1)[-1]
+
+
+def child_pids(pid: int) -> list[int]:
+    """The children of `pid` (of each of its threads); none once it is gone."""
+    found: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found += [int(c) for c in (task / "children").read_text().split()]
+    except OSError:
+        return []
+    return found
 
 
 def server_running(pid: int | None, marker: bytes, child: subprocess.Popen[bytes] | None) -> bool:

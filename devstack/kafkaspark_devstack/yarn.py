@@ -33,7 +33,7 @@ from airflow_provider_kafkaspark.errors import (
 from airflow_provider_kafkaspark.spark.jars import find_java, s3a_jars
 from kafkaspark_devstack.jars import yarn_classpath
 from kafkaspark_devstack.ports import HOST, free_port, port_in_use
-from kafkaspark_devstack.process import proc_cmdline, server_running
+from kafkaspark_devstack.process import command_lines, server_running
 from kafkaspark_devstack.yarn_config import (
     NodeLayout,
     NodeManagerPorts,
@@ -107,14 +107,13 @@ def node_python_has_package(python: Path) -> bool:
 def application_master_pids(app_id: str) -> list[int]:
     """The JVMs of `app_id`'s application master on this host (not the container's launch
     script that started them): what a test or benchmark kills to crash the driver."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            command = proc_cmdline(int(entry.name))
-            is_java = command.split(b"\0", 1)[0].endswith(b"/java")
-            if is_java and b"yarn.ApplicationMaster" in command and app_id.encode() in command:
-                found.append(int(entry.name))
-    return found
+    return [
+        pid
+        for pid, command in command_lines()
+        if command.split(b"\0", 1)[0].endswith(b"/java")
+        and b"yarn.ApplicationMaster" in command
+        and app_id.encode() in command
+    ]
 
 
 class YarnStartError(LocalStackError):

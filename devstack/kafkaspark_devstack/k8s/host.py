@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from airflow_provider_kafkaspark.errors import LocalStackError
+from kafkaspark_devstack.process import command_lines, program_of
 
 log = logging.getLogger(__name__)
 
@@ -255,18 +256,11 @@ def cluster_pids(folder: Path) -> list[int]:
     """Processes of the cluster in `folder`: one of its programs with a path of that folder
     on its command line (a shell that merely names the folder is not one)."""
     marker = str(folder).encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        program = command.split(b"\0", 1)[0].rsplit(b"/", 1)[-1].decode(errors="replace")
-        if program in PROGRAMS and marker in command:
-            found.append(int(entry.name))
-    return found
+    return [
+        pid
+        for pid, command in command_lines()
+        if program_of(command).decode(errors="replace") in PROGRAMS and marker in command
+    ]
 
 
 def kill_all(pids: set[int] | list[int], timeout: float = 10.0) -> list[int]:

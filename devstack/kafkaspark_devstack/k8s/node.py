@@ -30,6 +30,7 @@ from pathlib import Path
 
 from kafkaspark_devstack.k8s import host
 from kafkaspark_devstack.k8s.host import HostSetupError
+from kafkaspark_devstack.process import child_pids, proc_cmdline
 
 # The init: host name and private mounts, a ready file, then reap orphans as a PID 1 must
 # (containerd's shims are reparented to it).
@@ -156,8 +157,8 @@ def find_init(starter: subprocess.Popen[bytes], folder: Path, deadline: float) -
         if starter.poll() is not None:
             raise HostSetupError(f"the node init in {folder} exited ({starter.returncode})")
         if ready.exists():
-            for child in _children(starter.pid):
-                if INIT_MARKER.encode() in _cmdline(child):
+            for child in child_pids(starter.pid):
+                if INIT_MARKER.encode() in proc_cmdline(child):
                     return child
         time.sleep(0.1)
     raise HostSetupError(f"the node init in {folder} was not ready in time")
@@ -165,10 +166,10 @@ def find_init(starter: subprocess.Popen[bytes], folder: Path, deadline: float) -
 
 def kill(init_pid: int | None) -> None:
     """A power loss: SIGKILL to the init ends every process of the node's PID namespace."""
-    if init_pid and INIT_MARKER.encode() in _cmdline(init_pid):
+    if init_pid and INIT_MARKER.encode() in proc_cmdline(init_pid):
         os.kill(init_pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while _cmdline(init_pid) and time.monotonic() < deadline:
+        while proc_cmdline(init_pid) and time.monotonic() < deadline:
             time.sleep(0.05)
 
 
@@ -208,20 +209,3 @@ def leftovers(node: NodeHost) -> list[str]:
         found.append(f"route {routes}")
     found += host.cgroups_left(node.cgroup_root)
     return found
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            found += [int(c) for c in (task / "children").read_text().split()]
-    except OSError:
-        return []
-    return found
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
