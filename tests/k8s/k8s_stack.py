@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.core.cluster.job_ref import KubernetesJobRef
+from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
 from kafkaspark_devstack.k8s.namespace import (
     account_kubeconfig,
@@ -71,4 +72,36 @@ def spark_conf(k8s: LocalKubernetesCluster) -> dict[str, str]:
         "spark.executor.memory": "768m",
         "spark.kubernetes.executor.request.cores": "100m",
         "spark.kubernetes.driver.request.cores": "100m",
+    }
+
+
+def example_spec(
+    k8s: LocalKubernetesCluster, checkpoint: str, job_name: str, source: str, sink: str
+) -> dict[str, Any]:
+    """The example job for the driver image: the servers from the `kafka` connection, a
+    2-second trigger, 600 offsets a batch, a 20-second lease."""
+    spec = job_spec_dict(
+        bootstrap_servers="from-connection:9092",
+        checkpoint=checkpoint,
+        job_name=job_name,
+        source_topic=source,
+        sink_topic=sink,
+        trigger_interval="2 seconds",
+        max_offsets_per_trigger=600,
+    )
+    spec["spark_conf"] = spark_conf(k8s)
+    spec["lease_ttl_s"] = 20
+    return spec
+
+
+def submit_arguments(tmp_path: Path) -> dict[str, Any]:
+    """What each submit of the tier passes besides its spec: the `connections` fixture's
+    connections, a working folder, a restart budget of 3."""
+    return {
+        "kafka_conn_id": "kafka_k8s",
+        "spark_conn_id": "spark_k8s",
+        "kubernetes_conn_id": "kube_k8s",
+        "aws_conn_id": "s3_k8s",
+        "workdir": str(tmp_path / "jobs"),
+        "max_restarts": 3,
     }

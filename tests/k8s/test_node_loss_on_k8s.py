@@ -35,9 +35,6 @@ from airflow_provider_kafkaspark.examples.access_events import (
     generate_events,
     produce_events,
 )
-from airflow_provider_kafkaspark.examples.ip_count import (
-    job_spec_dict,
-)
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
 from kafkaspark_devstack.k8s import node
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
@@ -49,9 +46,10 @@ from tests.integration.kafka_util import create_topic
 from tests.k8s.k8s_stack import (
     BUCKET,
     NAMESPACE,
+    example_spec,
     job_pods,
     kube_api,
-    spark_conf,
+    submit_arguments,
 )
 from tests.lifecycle_story import (
     check_output,
@@ -140,26 +138,9 @@ def test_the_driver_moves_to_the_other_node_when_its_node_is_lost(
     # Half before the loss, half after it: a batch of the new driver has new data to read.
     produce_events(bootstrap, SOURCE, events[:4_000])
     checkpoint = f"s3://{BUCKET}/{tmp_path.name}/checkpoint"
-    spec = job_spec_dict(
-        bootstrap_servers="from-connection:9092",
-        checkpoint=checkpoint,
-        job_name="k8s_node_loss",
-        source_topic=SOURCE,
-        sink_topic=SINK,
-        trigger_interval="2 seconds",
-        max_offsets_per_trigger=600,
-    )
-    spec["spark_conf"] = {**spark_conf(k8s), NODE_LOST_KEY: str(NODE_LOST_AFTER_S)}
-    spec["lease_ttl_s"] = 20
-    common: dict[str, Any] = {
-        "job_spec": spec,
-        "kafka_conn_id": "kafka_k8s",
-        "spark_conn_id": "spark_k8s",
-        "kubernetes_conn_id": "kube_k8s",
-        "aws_conn_id": "s3_k8s",
-        "workdir": str(tmp_path / "jobs"),
-        "max_restarts": 3,
-    }
+    spec = example_spec(k8s, checkpoint, "k8s_node_loss", SOURCE, SINK)
+    spec["spark_conf"][NODE_LOST_KEY] = str(NODE_LOST_AFTER_S)
+    common = {"job_spec": spec, **submit_arguments(tmp_path)}
     figures: dict[str, Any] = {}
     kafka = KafkaFacade({"bootstrap.servers": bootstrap})
     s3 = bridge_s3.storage_options()

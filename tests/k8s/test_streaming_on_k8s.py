@@ -56,10 +56,12 @@ from tests.k8s.k8s_stack import (
     BUCKET,
     NAMESPACE,
     add_partition,
+    example_spec,
     job_body,
     job_pods,
     kube_api,
     spark_conf,
+    submit_arguments,
 )
 from tests.lifecycle_story import (
     check_output,
@@ -87,26 +89,8 @@ def test_submit_restart_restore_and_stop_on_kubernetes(
     produce_events(bootstrap, SOURCE, events)
     base = f"s3://{BUCKET}/{tmp_path.name}"
     checkpoint, savepoints = f"{base}/checkpoint", f"{base}/savepoints"
-    spec = job_spec_dict(
-        bootstrap_servers="from-connection:9092",
-        checkpoint=checkpoint,
-        job_name="k8s_ip_count",
-        source_topic=SOURCE,
-        sink_topic=SINK,
-        trigger_interval="2 seconds",
-        max_offsets_per_trigger=600,
-    )
-    spec["spark_conf"] = spark_conf(k8s)
-    spec["lease_ttl_s"] = 20
-    common: dict[str, Any] = {
-        "job_spec": spec,
-        "kafka_conn_id": "kafka_k8s",
-        "spark_conn_id": "spark_k8s",
-        "kubernetes_conn_id": "kube_k8s",
-        "aws_conn_id": "s3_k8s",
-        "workdir": str(tmp_path / "jobs"),
-        "max_restarts": 3,
-    }
+    spec = example_spec(k8s, checkpoint, "k8s_ip_count", SOURCE, SINK)
+    common = {"job_spec": spec, **submit_arguments(tmp_path)}
     figures: dict[str, float] = {}
     kafka = KafkaFacade({"bootstrap.servers": bootstrap})
     s3 = bridge_s3.storage_options()
@@ -242,14 +226,7 @@ def test_a_bad_job_a_missing_image_and_a_bare_namespace_end_at_once(
     # Only the driver's analysis finds the column missing: a bad job (exit 4).
     del spec["transformation"]
     spec["sql"] = "SELECT no_such_column AS value FROM source"
-    common: dict[str, Any] = {
-        "kafka_conn_id": "kafka_k8s",
-        "spark_conn_id": "spark_k8s",
-        "kubernetes_conn_id": "kube_k8s",
-        "aws_conn_id": "s3_k8s",
-        "workdir": str(tmp_path / "jobs"),
-        "max_restarts": 3,
-    }
+    common = submit_arguments(tmp_path)
     api = kube_api(k8s)
     handle = SubmitStreamingJobOperator(task_id="bad", job_spec=spec, **common).execute(
         cast(Context, {})
