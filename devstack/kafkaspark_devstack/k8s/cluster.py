@@ -534,21 +534,13 @@ class LocalKubernetesCluster:
         pki.issue(
             ca, self._pki("apiserver-kubelet"), "kube-apiserver-kubelet-client", "system:masters"
         )
-        node = self.state.node
-        pki.issue(
-            ca,
-            self._pki(f"kubelet-{node}-serving"),
-            f"system:node:{node}",
-            "system:nodes",
-            server_names=(node,),
-            server_ips=(address,),
-        )
+        # The first node's kubelet: as an added node's.
+        self._write_node_credentials(self.state.node, address)
         # User and group names the API server's Node and RBAC authorizers know.
         users = {
             "admin": ("kafkaspark-admin", "system:masters"),
             "controller-manager": ("system:kube-controller-manager", None),
             "scheduler": ("system:kube-scheduler", None),
-            f"kubelet-{node}": (f"system:node:{node}", "system:nodes"),
             "kube-proxy": ("system:kube-proxy", "system:node-proxier"),
         }
         for name, (user, group) in users.items():
