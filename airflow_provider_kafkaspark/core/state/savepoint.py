@@ -149,6 +149,8 @@ class SavepointManifest:
     forced: bool = False
     # Absent from savepoints not taken right after a stop, and from earlier releases'.
     after_stop: StopRecord | None = None
+    # A copy of a running query as of its last committed batch (`running_copy`).
+    of_running: bool = False
 
     @property
     def total_bytes(self) -> int:
@@ -171,6 +173,7 @@ class SavepointManifest:
             "source_checkpoint": self.source_checkpoint,
             "forced": self.forced,
             "after_stop": None if self.after_stop is None else self.after_stop.to_dict(),
+            "of_running": self.of_running,
             "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.files],
         }
 
@@ -186,6 +189,7 @@ class SavepointManifest:
             "created_at": self.created_at,
             "files": len(self.files),
             "bytes": self.total_bytes,
+            "of_running": self.of_running,
         }
 
     @classmethod
@@ -220,6 +224,7 @@ class SavepointManifest:
                 after_stop=None
                 if raw.get("after_stop") is None
                 else StopRecord.from_dict(raw["after_stop"]),
+                of_running=bool(raw.get("of_running", False)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SavepointError(f"{where}: bad manifest field ({exc!r})") from exc
@@ -333,10 +338,15 @@ class SavepointStore:
         spark_version: str | None = None,
         savepoint_id: str | None = None,
         after_stop: StopRecord | None = None,
+        of_running: bool = False,
     ) -> SavepointManifest:
         """Copy the checkpoint of a stopped query. `after_stop`: the stopped report the
-        copy is taken after, when no driver has run since (see `belongs_to_stop`)."""
+        copy is taken after, when no driver has run since (see `belongs_to_stop`).
+        `of_running`: copy a running query's checkpoint as of its last committed batch,
+        without stopping it (`core/state/running_copy.py`)."""
         reader = CheckpointReader(checkpoint)
+        if of_running:
+            return self._create_of_running(reader, job_name, spark_version, savepoint_id)
         lease = ControlFolder(reader.location).live_lease()
         if lease is not None:
             if not force:
@@ -350,16 +360,7 @@ class SavepointStore:
         problems = reader.validate()
         if problems:
             raise CheckpointError(reader.url, f"not savepointed, inconsistent: {problems[0]}")
-        created = now_ms()
-        stamp = dt.datetime.fromtimestamp(created / 1000, dt.timezone.utc)
-        sid = validate_savepoint_id(
-            savepoint_id
-            or f"{_slug(job_name)}-{stamp.strftime('%Y%m%dT%H%M%S')}{created % 1000:03d}Z"
-            f"-b{position.latest_committed if position.latest_committed is not None else 'none'}"
-        )
-        target = self.location.child(sid)
-        if target.has_files():
-            raise SavepointError(f"{target.url}: savepoint {sid} already exists")
+        created, stamp, sid, target = self._new(job_name, position.latest_committed, savepoint_id)
 
         def copy(rel: str) -> SavepointFile:
             size, digest = copy_file(reader.location, rel, target, posixpath.join(DATA_DIR, rel))
@@ -383,18 +384,93 @@ class SavepointStore:
             forced=bool(force and lease is not None and lease.is_fresh()),
             after_stop=after_stop,
         )
+        return self._publish(target, manifest)
+
+    def _new(
+        self, job_name: str, batch: int | None, savepoint_id: str | None
+    ) -> tuple[int, dt.datetime, str, Location]:
+        """A new savepoint's creation time, id and (empty) folder."""
+        created = now_ms()
+        stamp = dt.datetime.fromtimestamp(created / 1000, dt.timezone.utc)
+        sid = validate_savepoint_id(
+            savepoint_id
+            or f"{_slug(job_name)}-{stamp.strftime('%Y%m%dT%H%M%S')}{created % 1000:03d}Z"
+            f"-b{batch if batch is not None else 'none'}"
+        )
+        target = self.location.child(sid)
+        if target.has_files():
+            raise SavepointError(f"{target.url}: savepoint {sid} already exists")
+        return created, stamp, sid, target
+
+    def _publish(self, target: Location, manifest: SavepointManifest) -> SavepointManifest:
         text = json.dumps(manifest.to_dict(), indent=1, sort_keys=True)
         target.write_atomic(text, MANIFEST_FILE)
         # Published last: until this file exists the savepoint does not list.
         target.write_atomic(_manifest_digest(text), COMPLETE_FILE)
         log.info(
-            "savepoint %s: %d files, %d bytes, committed batch %s",
-            sid,
-            len(files),
+            "savepoint %s%s: %d files, %d bytes, committed batch %s",
+            manifest.savepoint_id,
+            " (of the running query)" if manifest.of_running else "",
+            len(manifest.files),
             manifest.total_bytes,
             manifest.last_committed_batch,
         )
         return manifest
+
+    def _create_of_running(
+        self,
+        reader: CheckpointReader,
+        job_name: str,
+        spark_version: str | None,
+        savepoint_id: str | None,
+    ) -> SavepointManifest:
+        """A savepoint of a running (or stopped) query as of its last committed batch."""
+        from airflow_provider_kafkaspark.core.state.running_copy import files_as_of, purgeable
+
+        position = reader.position()
+        batch = position.latest_committed
+        if batch is None:
+            raise SavepointError(f"{reader.url}: no committed batch yet: nothing to savepoint")
+        committed = position.committed
+        created, stamp, sid, target = self._new(job_name, batch, savepoint_id)
+
+        def copy(rel: str) -> SavepointFile | None:
+            try:
+                size, digest = copy_file(
+                    reader.location, rel, target, posixpath.join(DATA_DIR, rel)
+                )
+            except FileNotFoundError:
+                if purgeable(rel, batch):
+                    return None  # purged by the running query: older than what it needs
+                raise
+            return SavepointFile(rel, size, digest)
+
+        copied = target.map_files(copy, files_as_of(reader, batch))
+        files = tuple(f for f in copied if f is not None)
+        problems = CheckpointReader(target.child(DATA_DIR)).validate()
+        if problems:
+            target.fs.rm(target.path(), recursive=True)
+            raise CheckpointError(
+                reader.url, f"copy as of batch {batch} inconsistent: {problems[0]}"
+            )
+        offsets = offsets_json(committed.kafka_offsets() if committed else {})
+        manifest = SavepointManifest(
+            savepoint_id=sid,
+            job_name=job_name,
+            query_id=position.query_id,
+            last_planned_batch=batch,
+            last_committed_batch=batch,
+            pending_batch=None,
+            offsets=offsets,
+            planned_offsets=offsets,
+            created_at=stamp.isoformat(timespec="milliseconds"),
+            created_at_ms=created,
+            spark_version=spark_version,
+            source_checkpoint=redact_url(reader.url),
+            files=files,
+            of_running=True,
+        )
+        return self._publish(target, manifest)
 
     # -- read -------------------------------------------------------------------------
 
