@@ -133,3 +133,17 @@ class NoLiveBootstrapError(InvalidInputError):
 class JarsSettingError(JarsNotFoundError):
     """The jar setting (`KAFKASPARK_JARS_DIR`, or a folder a caller gave) names a missing
     folder or one that lacks an artifact of the connector set; the message names both."""
+
+
+class DeploymentConflictError(RefusedError):
+    """Another deploy holds the deployment (an upgrade or rollback in progress), or changed its
+    record since this one read it."""
+
+
+class DeploymentRefusedError(RefusedError):
+    """A deploy refused on purpose: a spec the deployment rolled back from, an upgrade whose
+    compatibility check failed or could not run when the policy requires it."""
+
+
+class UpgradeRolledBackError(RefusedError):
+    """An upgrade was unhealthy and the deployment rolled back to its last stable spec."""

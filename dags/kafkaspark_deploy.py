@@ -1,6 +1,10 @@
-"""Deploy the example streaming job and wait until it is healthy.
+"""Deploy the example streaming job declaratively and wait until it is healthy.
 
-submit (skip if it already runs) -> health sensor (N new batches, status OK).
+One task: nothing running -> submit; the same spec running -> nothing to do; another spec
+running (the code or the spec changed) -> an upgrade with a savepoint, checked for
+compatibility against a copy of the running job's state before the old job is touched, and
+rolled back automatically when the new spec is not healthy. `kafkaspark deploy status
+--checkpoint <checkpoint>` shows the deployment's record.
 """
 
 from __future__ import annotations
@@ -9,8 +13,7 @@ import pendulum
 from airflow.sdk import DAG
 
 from airflow_provider_kafkaspark.examples.dag_settings import example_settings
-from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
-from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
+from airflow_provider_kafkaspark.operators.deploy import DeployStreamingJobOperator
 
 settings = example_settings()
 
@@ -22,24 +25,13 @@ with DAG(
     tags=["kafkaspark", "example"],
     doc_md=__doc__,
 ) as dag:
-    submit = SubmitStreamingJobOperator(
-        task_id="submit",
+    DeployStreamingJobOperator(
+        task_id="deploy",
         aws_conn_id=settings.aws_conn_id,
         job_spec=settings.job_spec(),
         kafka_conn_id="kafka_default",
         workdir=settings.workdir,
+        upgrade_mode="savepoint",
+        savepoint_root=settings.savepoints,
         **settings.submit_arguments(),
-        if_running="skip",
     )
-    healthy = StreamingHealthSensor(
-        task_id="wait_healthy",
-        aws_conn_id=settings.aws_conn_id,
-        checkpoint=settings.checkpoint,
-        kafka_conn_id="kafka_default",
-        since_batch=submit.output["since_batch"],
-        min_new_batches=2,
-        window_s=30,
-        poke_interval=2,
-        timeout=300,
-    )
-    submit >> healthy

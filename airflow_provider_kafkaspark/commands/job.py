@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +21,9 @@ from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.lifecycle.inputs import IF_RUNNING
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.backends.base import JobBackend
+    from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
     from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 
 
 def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,37 +31,12 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     actions = group.add_subparsers(dest="action", required=True)
 
     submit = actions.add_parser("submit", help="start a job's driver; print its reference")
-    submit.add_argument("spec", help="job spec JSON file")
-    where = submit.add_mutually_exclusive_group()
-    where.add_argument("--master", default="local[2]", help="local[...] or spark://host:port")
-    where.add_argument(
-        "--spark-conn-id",
-        default=None,
-        help="an Airflow `spark` connection (master yarn or k8s://..., deploy-mode cluster: "
-        "the driver runs in YARN, or as a Kubernetes Job's pod)",
-    )
-    submit.add_argument(
-        "--kubernetes-conn-id",
-        default=None,
-        help="an Airflow `kubernetes` connection for a k8s:// master (default: "
-        "kubernetes_default if defined, else the kubeconfig)",
-    )
-    submit.add_argument("--jars", default=None, help="jars for spark-submit on YARN (comma list)")
-    submit.add_argument(
-        "--spark-home",
-        default=None,
-        help="the Spark whose bin/spark-submit a YARN submit runs (default: SPARK_HOME, PATH, "
-        "then this environment's pyspark)",
-    )
-    submit.add_argument("--workdir", default="/tmp/kafkaspark/jobs", help="local drivers' files")
+    add_driver_arguments(submit)
     submit.add_argument("--if-running", choices=IF_RUNNING, default="fail")
     submit.add_argument("--restore-from", default=None, help="a savepoint id, or latest")
     submit.add_argument("--savepoint-root", default=None, help="savepoint root URL")
     submit.add_argument("--restore-mode", default="checkpoint", help="checkpoint|offsets|latest")
-    submit.add_argument("--max-restarts", type=int, default=3, help="driver restarts allowed")
-    submit.add_argument("--no-probe", action="store_true", help="skip the bootstrap probe")
     submit.add_argument("--ref-out", default=None, help="also write the reference to this file")
-    add_shared(submit, kafka_config_file=True)
     with_example(
         submit,
         "kafkaspark job submit clicks.json --ref-out clicks.ref.json",
@@ -97,6 +74,36 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "kafkaspark job stop --job clicks --checkpoint s3://b/clicks/checkpoint",
     )
     stop.set_defaults(func=stop_job)
+
+
+def add_driver_arguments(parser: argparse.ArgumentParser) -> None:
+    """The spec file and where its driver runs: what `job submit` and `deploy apply` share."""
+    parser.add_argument("spec", help="job spec JSON file")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--master", default="local[2]", help="local[...] or spark://host:port")
+    where.add_argument(
+        "--spark-conn-id",
+        default=None,
+        help="an Airflow `spark` connection (master yarn or k8s://..., deploy-mode cluster: "
+        "the driver runs in YARN, or as a Kubernetes Job's pod)",
+    )
+    parser.add_argument(
+        "--kubernetes-conn-id",
+        default=None,
+        help="an Airflow `kubernetes` connection for a k8s:// master (default: "
+        "kubernetes_default if defined, else the kubeconfig)",
+    )
+    parser.add_argument("--jars", default=None, help="jars for spark-submit on YARN (comma list)")
+    parser.add_argument(
+        "--spark-home",
+        default=None,
+        help="the Spark whose bin/spark-submit a YARN submit runs (default: SPARK_HOME, PATH, "
+        "then this environment's pyspark)",
+    )
+    parser.add_argument("--workdir", default="/tmp/kafkaspark/jobs", help="local drivers' files")
+    parser.add_argument("--max-restarts", type=int, default=3, help="driver restarts allowed")
+    parser.add_argument("--no-probe", action="store_true", help="skip the bootstrap probe")
+    add_shared(parser, kafka_config_file=True)
 
 
 def _add_job_names(parser: argparse.ArgumentParser) -> None:
@@ -222,7 +229,20 @@ def _backend(args: argparse.Namespace) -> JobBackend:
     )
 
 
-def _submit(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+@dataclass(frozen=True)
+class PreparedSubmit:
+    """What a submit and a deploy from a terminal share: the spec as given (python_path
+    resolved against its file's folder, code checked), the spec with the client settings,
+    the in-process client config, the backend and the submit options."""
+
+    given: JobSpec
+    spec: JobSpec
+    client: dict[str, Any]
+    backend: JobBackend
+    options: SubmitOptions
+
+
+def prepare_submit(args: argparse.Namespace) -> PreparedSubmit:
     from airflow_provider_kafkaspark.backends.base import SubmitOptions
     from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
     from airflow_provider_kafkaspark.core.spec.job_code import (
@@ -230,8 +250,31 @@ def _submit(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         resolve_python_path,
     )
     from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
-    from airflow_provider_kafkaspark.errors import InvalidArgumentError
     from airflow_provider_kafkaspark.lifecycle.inputs import with_connection
+
+    given = JobSpec.load(args.spec)
+    given = resolve_python_path(given, str(Path(args.spec).resolve().parent))
+    check_code_visible(given)
+    args.bootstrap_servers = given.source.bootstrap_servers
+    client = kafka_config(args)
+    settings = {k: str(v) for k, v in client.items() if k != "bootstrap.servers"}
+    spec = with_connection(
+        given, given.source.bootstrap_servers, {**given.kafka_config, **settings}
+    )
+    backend = _backend(args)
+    # A driver elsewhere (YARN) gets this terminal's AWS variables; a local one inherits them.
+    aws = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+    options = SubmitOptions(
+        workdir=args.workdir,
+        submitted_by=f"cli:{os.environ.get('USER', 'unknown')}",
+        restart_policy=RestartPolicy(max_restarts=args.max_restarts),
+        env=aws if backend.name == "yarn" else {},
+    )
+    return PreparedSubmit(given, spec, client, backend, options)
+
+
+def _submit(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    from airflow_provider_kafkaspark.errors import InvalidArgumentError
     from airflow_provider_kafkaspark.lifecycle.submit import (
         RestoreRequest,
         SubmitRequest,
@@ -240,32 +283,18 @@ def _submit(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
     if args.restore_from and not args.savepoint_root:
         raise InvalidArgumentError("--restore-from needs --savepoint-root")
-    spec = JobSpec.load(args.spec)
-    spec = resolve_python_path(spec, str(Path(args.spec).resolve().parent))
-    check_code_visible(spec)
-    args.bootstrap_servers = spec.source.bootstrap_servers
-    client = kafka_config(args)
-    settings = {k: str(v) for k, v in client.items() if k != "bootstrap.servers"}
-    spec = with_connection(spec, spec.source.bootstrap_servers, {**spec.kafka_config, **settings})
-    backend = _backend(args)
-    # A driver elsewhere (YARN) gets this terminal's AWS variables; a local one inherits them.
-    aws = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+    prepared = prepare_submit(args)
     request = SubmitRequest(
-        spec=spec,
-        kafka_client=client,
-        options=SubmitOptions(
-            workdir=args.workdir,
-            submitted_by=f"cli:{os.environ.get('USER', 'unknown')}",
-            restart_policy=RestartPolicy(max_restarts=args.max_restarts),
-            env=aws if backend.name == "yarn" else {},
-        ),
+        spec=prepared.spec,
+        kafka_client=prepared.client,
+        options=prepared.options,
         if_running=args.if_running,
         probe_bootstrap=not args.no_probe,
         restore=RestoreRequest(args.savepoint_root, args.restore_from, args.restore_mode)
         if args.restore_from
         else None,
     )
-    handle = submit_streaming_job(backend, request)
+    handle = submit_streaming_job(prepared.backend, request)
     if args.ref_out:
         Path(args.ref_out).write_text(json.dumps(handle["job_ref"], indent=2) + "\n")
     return handle, key_values(_summary(handle))

@@ -146,24 +146,18 @@ class SubmitStreamingJobOperator(BaseOperator):
         fileloc = getattr(dag, "fileloc", None)
         return os.path.dirname(fileloc) if fileloc else None
 
-    def _submit(self, hook: KafkaSparkHook) -> dict[str, Any]:
+    def _prepare(self, hook: KafkaSparkHook) -> tuple[JobSpec, JobSpec, JobBackend, SubmitOptions]:
+        """The spec as given (python_path resolved against the DAG folder, code checked), the
+        spec with the connection's servers and settings, the backend and the submit options:
+        what a submit and a deploy share."""
         from airflow_provider_kafkaspark.backends.base import SubmitOptions
         from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
         from airflow_provider_kafkaspark.core.spec.job_code import (
             check_code_visible,
             resolve_python_path,
         )
-        from airflow_provider_kafkaspark.errors import InvalidArgumentError
         from airflow_provider_kafkaspark.lifecycle.inputs import job_spec_of, with_connection
-        from airflow_provider_kafkaspark.lifecycle.submit import (
-            RestoreRequest,
-            SubmitRequest,
-            submit_streaming_job,
-        )
 
-        if self.restore_from and not self.savepoint_root:
-            # Checked before anything is probed or stopped: the arguments alone are wrong.
-            raise InvalidArgumentError(f"restore_from={self.restore_from!r} needs savepoint_root")
         given = job_spec_of(self.job_spec)
         given = resolve_python_path(given, self._dag_folder())
         check_code_visible(given)
@@ -181,7 +175,20 @@ class SubmitStreamingJobOperator(BaseOperator):
             restart_policy=policy,
             env=hook.driver_env(),
         )
-        spec = with_connection(given, servers, spec_config)
+        return given, with_connection(given, servers, spec_config), backend, options
+
+    def _submit(self, hook: KafkaSparkHook) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError
+        from airflow_provider_kafkaspark.lifecycle.submit import (
+            RestoreRequest,
+            SubmitRequest,
+            submit_streaming_job,
+        )
+
+        if self.restore_from and not self.savepoint_root:
+            # Checked before anything is probed or stopped: the arguments alone are wrong.
+            raise InvalidArgumentError(f"restore_from={self.restore_from!r} needs savepoint_root")
+        given, spec, backend, options = self._prepare(hook)
         if self.standby:
             return self._start_standby(backend, spec, options)
         request = SubmitRequest(

@@ -13,62 +13,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_kafkaspark.core.health.rules import Observation
+# The poll the trigger runs; the sensor's poke mode and tests reach it through this module.
+from airflow_provider_kafkaspark.core.health.inputs import read_watch_inputs as read_watch_inputs
 from airflow_provider_kafkaspark.core.health.settings import HealthSettings
 from airflow_provider_kafkaspark.core.health.watch import HealthWatch, WatchDecision
 from airflow_provider_kafkaspark.core.spec.xcom_values import parse_batch_id
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.control.lease import Lease
-    from airflow_provider_kafkaspark.core.control.reports import StoppedReport, SupervisorState
-    from airflow_provider_kafkaspark.core.control.requests import SubmittedMarker
     from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 
 CLASSPATH = "airflow_provider_kafkaspark.triggers.health.StreamingHealthTrigger"
-
-
-@dataclass(frozen=True)
-class WatchInputs:
-    """What one poll reads: cheap reads only (the latest position, four small control files,
-    Kafka's end offsets of the partitions the checkpoint reads)."""
-
-    observation: Observation | None
-    lease: Lease | None
-    stopped: StoppedReport | None
-    supervisor: SupervisorState | None = None
-    submitted: SubmittedMarker | None = None
-
-    def decide(self, watch: HealthWatch, at_ms: int) -> WatchDecision:
-        return watch.observe(
-            self.observation,
-            self.lease,
-            self.stopped,
-            at_ms,
-            supervisor=self.supervisor,
-            submitted=self.submitted,
-        )
-
-
-def read_watch_inputs(checkpoint: str, kafka: KafkaFacade) -> WatchInputs:
-    """One poll's inputs (blocking). `observation` is None while the checkpoint does not
-    exist yet; a malformed checkpoint or control file raises `InvalidInputError`."""
-    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
-    from airflow_provider_kafkaspark.core.health.observe import health_observation
-    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
-
-    control = ControlFolder(checkpoint)
-    lease = control.read_lease()
-    stopped = control.read_stopped()
-    supervisor = control.read_supervisor()
-    submitted = control.read_submitted()
-    reader = CheckpointReader(checkpoint)
-    observation = health_observation(reader.position(), kafka) if reader.exists() else None
-    return WatchInputs(observation, lease, stopped, supervisor, submitted)
 
 
 def now_ms() -> int:

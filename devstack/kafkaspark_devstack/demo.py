@@ -2,10 +2,11 @@
 
 1. start a local Kafka broker (KRaft) and an Airflow home on SQLite; seeded web access events
    (three minutes of event time) start to flow in;
-2. deploy: `airflow dags test kafkaspark_deploy` submits the example job (requests per IP per
-   5-second window, exactly-once Kafka sink) and waits until it is healthy;
-3. restart window: `kafkaspark_restart_window` stops the job with a savepoint, restores it
-   and waits healthy again; while the job is down a partition is added to the source topic;
+2. deploy: `airflow dags test kafkaspark_deploy` deploys the example job (requests per IP per
+   5-second window, exactly-once Kafka sink): a submit, then its health gate;
+3. restart window: `kafkaspark_restart_window` upgrades the deployment (compatibility check,
+   stop with a savepoint, restore, health gate); while the job is down a partition is added
+   to the source topic;
 4. maintenance: the job is stopped, another partition is added and a topic the reconcile DAG
    watches is deleted; `kafkaspark_reconcile` reports both (NEW_PARTITION, TOPIC_MISSING);
    `kafkaspark_deploy` brings the job back, and it reads the new partition from its start;

@@ -105,9 +105,13 @@ def test_demo_story_through_the_example_dags_is_exactly_once(
         "kafkaspark_reconcile",
         "kafkaspark_restart_window",
     ]
-    assert "submitted ip_count" in outputs["kafkaspark_deploy"][0]
+    assert "deploy of ip_count: submit" in outputs["kafkaspark_deploy"][0]
     window = outputs["kafkaspark_restart_window"][0]
+    assert "deploy of ip_count: upgrade" in window
+    assert "compatibility check passed" in window
     assert "savepoint ip_count-" in window and "restored for submit" in window
+    # Brought back after the maintenance stop: a submit again, not an upgrade.
+    assert "deploy of ip_count: submit" in outputs["kafkaspark_deploy"][1]
     # The exactly-once output: every window once, with the count the input implies.
     assert summary["events_produced"] == 3001  # plus the event that closes the windows
     assert summary["records_counted"] == 3000, summary["wrong_windows"]

@@ -53,6 +53,9 @@ HANDOVER_FILE = "handover.json"
 STANDBY_READY_FILE = "standby-ready.json"
 SUPERVISOR_FILE = "supervisor.json"
 WRITTEN_BY_FILE = "written-by.json"
+# The deployment's record (core/deploy): it stays with the job's checkpoint location when a
+# restore moves the checkpoint aside (core/state/restore.move_aside).
+DEPLOYMENT_FILE = "deployment.json"
 
 T = TypeVar("T")
 

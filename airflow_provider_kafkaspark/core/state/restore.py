@@ -19,7 +19,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_kafkaspark.core.control.folder import CONTROL_DIR, ControlFolder
+from airflow_provider_kafkaspark.core.control.folder import (
+    CONTROL_DIR,
+    DEPLOYMENT_FILE,
+    ControlFolder,
+)
 from airflow_provider_kafkaspark.core.control.lease import now_ms
 from airflow_provider_kafkaspark.core.control.reports import WrittenBy
 from airflow_provider_kafkaspark.core.kafka.offsets import format_kafka_offsets, parse_kafka_offsets
@@ -132,7 +136,17 @@ def move_aside(location: Location) -> Location:
     else:
         _copy_then_remove(location, backup)
     log.warning("moved %s aside to %s", location.url, backup.url)
+    _carry_deployment(backup, location)
     return backup
+
+
+def _carry_deployment(backup: Location, location: Location) -> None:
+    """The deployment's record belongs to the job's location, not to the state moved aside:
+    put it back, byte for byte (its conditional writes compare versions)."""
+    if backup.exists(CONTROL_DIR, DEPLOYMENT_FILE):
+        location.write_atomic(
+            backup.read_text(CONTROL_DIR, DEPLOYMENT_FILE), CONTROL_DIR, DEPLOYMENT_FILE
+        )
 
 
 def _copy_then_remove(location: Location, backup: Location) -> None:

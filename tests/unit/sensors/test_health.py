@@ -17,15 +17,12 @@ from airflow.sdk.exceptions import (
     TaskDeferred,
 )
 
+from airflow_provider_kafkaspark.core.health.inputs import WatchInputs
 from airflow_provider_kafkaspark.core.health.rules import HealthReport, HealthStatus
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 from airflow_provider_kafkaspark.sensors.health import StreamingHealthSensor
 from airflow_provider_kafkaspark.triggers import health as trigger_module
-from airflow_provider_kafkaspark.triggers.health import (
-    CLASSPATH,
-    StreamingHealthTrigger,
-    WatchInputs,
-)
+from airflow_provider_kafkaspark.triggers.health import CLASSPATH, StreamingHealthTrigger
 from tests.unit.airflow_helpers import SECRET, context, lease, obs
 
 

@@ -12,14 +12,11 @@ from typing import Any
 import pytest
 from airflow.triggers.base import TriggerEvent
 
+from airflow_provider_kafkaspark.core.health.inputs import WatchInputs
 from airflow_provider_kafkaspark.core.health.rules import HealthPolicy, HealthStatus
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.triggers import health as trigger_module
-from airflow_provider_kafkaspark.triggers.health import (
-    CLASSPATH,
-    StreamingHealthTrigger,
-    WatchInputs,
-)
+from airflow_provider_kafkaspark.triggers.health import CLASSPATH, StreamingHealthTrigger
 from tests.unit.airflow_helpers import SECRET, T0, first_event_closed_elsewhere, lease, obs
 
 

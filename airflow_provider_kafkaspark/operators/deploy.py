@@ -1,0 +1,165 @@
+"""DeployStreamingJobOperator: make the running job match a desired spec."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import Context
+
+from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
+
+if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+    from airflow_provider_kafkaspark.lifecycle.deploy import DeployPolicy
+
+
+class DeployStreamingJobOperator(SubmitStreamingJobOperator):
+    """Deploy a streaming job declaratively: submit it when nothing runs, do nothing when the
+    desired spec runs already, upgrade it in ``upgrade_mode`` when another spec runs; then the
+    health gate, and an automatic rollback to the last stable spec when the upgrade is not
+    healthy (the task then fails saying so). The deployment's record (desired and stable spec,
+    the savepoint each stands on, status, history) is ``_kafkaspark/deployment.json`` in the
+    job's checkpoint location; ``kafkaspark deploy status`` shows it.
+
+    The spec's identity is a hash of the spec (without the connection's settings), the code
+    its ``python_path`` holds (by content) and its Spark version: editing the module's file
+    is a new spec. A rollback runs the stable spec's code as it was deployed (kept in the
+    control folder).
+
+    :param job_spec, kafka_conn_id, spark_conn_id, kubernetes_conn_id, master, workdir, jars,
+        aws_conn_id, max_restarts, restart_window_s, restart_backoff_s, probe_bootstrap:
+        as for ``SubmitStreamingJobOperator``.
+    :param upgrade_mode: ``savepoint`` (stop at a batch boundary with a savepoint, restore it),
+        ``last-state`` (stop at a batch boundary, continue the checkpoint) or ``stateless``
+        (stop with a savepoint, start on fresh state from its Kafka offsets).
+    :param savepoint_root: where upgrade savepoints go (needed by ``savepoint`` and
+        ``stateless``).
+    :param compat_check: run the new spec once against a copy of the running job's state
+        before the old job is touched (default: on for ``savepoint`` and ``last-state``).
+    :param proceed_without_check: upgrade even when the check cannot run (no committed batch).
+    :param min_new_batches, health_window_s, health_poll_s, health_timeout_s: the health gate.
+    :param rollback: roll back automatically when the upgrade is unhealthy (default True).
+    :param max_savepoints, max_savepoint_age_s: savepoint retention after each upgrade; the
+        stable spec's savepoint is always kept.
+    :param restore_policy: with nothing running, start from the ``checkpoint`` as it is, or
+        from the stable spec's ``savepoint`` (else the job's latest).
+    :param retry_rolled_back: deploy again a spec the deployment rolled back from.
+    :param restart_nonce: part of the spec's identity (as the Flink Kubernetes Operator's
+        ``restartNonce``): a new value restarts an unchanged spec, e.g. ``"{{ ds }}"`` in a
+        scheduled restart window.
+    :param warm_handover: in a ``savepoint`` upgrade, start the new driver as a standby while
+        the old one runs (local and standalone backends), so the downtime is a stop and a
+        query start; two drivers of the job run for a while.
+    """
+
+    template_fields: Sequence[str] = (
+        "job_spec",
+        "savepoint_root",
+        "workdir",
+        "master",
+        "jars",
+        "kubernetes_conn_id",
+        "upgrade_mode",
+        "restart_nonce",
+    )
+    ui_color = "#e3f1e6"
+
+    def __init__(
+        self,
+        *,
+        upgrade_mode: str = "savepoint",
+        savepoint_root: str | None = None,
+        compat_check: bool | None = None,
+        proceed_without_check: bool = False,
+        min_new_batches: int = 2,
+        health_window_s: float = 30.0,
+        health_poll_s: float = 2.0,
+        health_timeout_s: float = 300.0,
+        rollback: bool = True,
+        max_savepoints: int | None = 10,
+        max_savepoint_age_s: float | None = None,
+        restore_policy: str = "checkpoint",
+        retry_rolled_back: bool = False,
+        restart_nonce: str | None = None,
+        warm_handover: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        from airflow_provider_kafkaspark.core.health.settings import HealthSettings
+
+        super().__init__(savepoint_root=savepoint_root, **kwargs)
+        self.upgrade_mode = upgrade_mode
+        self.compat_check = compat_check
+        self.proceed_without_check = proceed_without_check
+        self.health = HealthSettings.checked(
+            self.task_id,
+            min_new_batches=min_new_batches,
+            window_s=health_window_s,
+            poll_interval_s=health_poll_s,
+        )
+        self.health_timeout_s = health_timeout_s
+        self.rollback = rollback
+        self.max_savepoints = max_savepoints
+        self.max_savepoint_age_s = max_savepoint_age_s
+        self.restore_policy = restore_policy
+        self.retry_rolled_back = retry_rolled_back
+        self.restart_nonce = restart_nonce
+        self.warm_handover = warm_handover
+        if not any("{{" in str(v) for v in (upgrade_mode, savepoint_root)):
+            self._policy().checked()  # bad arguments fail the DAG file, not the run
+
+    def _policy(self) -> DeployPolicy:
+        from airflow_provider_kafkaspark.core.deploy.deployment import UpgradeMode
+        from airflow_provider_kafkaspark.lifecycle.deploy import DeployPolicy
+
+        return DeployPolicy(
+            upgrade_mode=UpgradeMode.parse(self.upgrade_mode),
+            savepoint_root=self.savepoint_root,
+            compat_check=self.compat_check,
+            proceed_without_check=self.proceed_without_check,
+            health=self.health,
+            health_timeout_s=self.health_timeout_s,
+            rollback=self.rollback,
+            max_savepoints=self.max_savepoints,
+            max_savepoint_age_s=self.max_savepoint_age_s,
+            restore_policy=self.restore_policy,
+            retry_rolled_back=self.retry_rolled_back,
+            warm_handover=self.warm_handover,
+        )
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.airflow_errors import airflow_errors
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+
+        hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
+        with airflow_errors(self.task_id), hook.storage():
+            return self._deploy(hook, context)
+
+    def _deploy(self, hook: KafkaSparkHook, context: Context) -> dict[str, Any]:
+        from airflow_provider_kafkaspark.lifecycle.deploy import DeployRequest, deploy_job
+
+        given, spec, backend, options = self._prepare(hook)
+        run_id = context.get("run_id", "")
+        request = DeployRequest(
+            spec=spec,
+            given=given,
+            kafka_client=hook.kafka_client_config(),
+            options=options,
+            policy=self._policy().checked(),
+            # A retry of this task instance takes up its own upgrade again.
+            by=f"airflow:{self.dag_id}.{self.task_id}:{run_id}",
+            restart_nonce=self.restart_nonce or None,
+            probe_bootstrap=self.probe_bootstrap,
+            probe_timeout_s=self.probe_timeout_s,
+            servers_from=f"connection {self.kafka_conn_id!r}",
+        )
+        result = deploy_job(backend, request)
+        self.log.info(
+            "deploy of %s: %s (%s); status %s; timings %s",
+            given.job_name,
+            result["action"],
+            result["reason"],
+            result["status"],
+            result["timings"],
+        )
+        return result

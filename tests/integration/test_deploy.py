@@ -1,0 +1,216 @@
+"""Deployments on the real local stack: a first deploy, a no-op, upgrades in each mode with
+the exactly-once sink (read back by a read_committed reader), and an unhealthy upgrade rolled
+back automatically with its code as it was deployed (state on S3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_kafkaspark.backends import deployment_backend
+from airflow_provider_kafkaspark.backends.base import SubmitOptions
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
+from airflow_provider_kafkaspark.core.deploy.deployment import DeploymentStatus, UpgradeMode
+from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
+from airflow_provider_kafkaspark.errors import DeploymentRefusedError, UpgradeRolledBackError
+from airflow_provider_kafkaspark.examples.access_events import (
+    AccessEvent,
+    generate_events,
+    produce_events,
+)
+from airflow_provider_kafkaspark.examples.ip_count import expected_counts, job_spec_dict
+from airflow_provider_kafkaspark.lifecycle.deploy import (
+    DeployPolicy,
+    DeployRequest,
+    deploy_job,
+    deployment_status,
+)
+from airflow_provider_kafkaspark.lifecycle.observe import live_lease
+from kafkaspark_devstack.kafka import LocalKafkaCluster
+from tests.integration.kafka_util import create_topic
+from tests.integration.runtime_util import wait_until
+from tests.integration.test_exactly_once import WATERMARK_MS, drained, sink_counts
+
+EVENTS = 4_500
+GOOD = "from airflow_provider_kafkaspark.examples.ip_count import transform  # {tag}\n"
+BAD = "def transform(frame):\n    raise RuntimeError('this release is broken')\n"
+
+Deploy = Callable[..., dict[str, Any]]
+
+
+def code(folder: Path, text: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ipjob.py").write_text(text)
+    return str(folder)
+
+
+def deployer(
+    bootstrap: str, checkpoint: str, savepoints: str, source: str, sink: str, workdir: Path
+) -> Deploy:
+    """deploy(code_folder, mode, **policy): one deploy of the ip_count job with the
+    transformation `ipjob:transform` from `code_folder`."""
+    backend = deployment_backend("local[2]")
+    raw = job_spec_dict(
+        bootstrap_servers=bootstrap,
+        checkpoint=checkpoint,
+        job_name="deployed",
+        source_topic=source,
+        sink_topic=sink,
+        trigger_interval="1 second",
+        max_offsets_per_trigger=1_000,
+    )
+
+    def deploy(folder: str, mode: UpgradeMode, **policy: Any) -> dict[str, Any]:
+        given = JobSpec.from_dict(
+            {**raw, "transformation": "ipjob:transform", "python_path": [folder]}
+        )
+        request = DeployRequest(
+            spec=given,
+            given=given,
+            kafka_client={"bootstrap.servers": bootstrap},
+            options=SubmitOptions(workdir=str(workdir), submitted_by="test"),
+            policy=DeployPolicy(
+                upgrade_mode=mode, savepoint_root=savepoints, health_timeout_s=240, **policy
+            ),
+            by="test:deploy",
+        )
+        return deploy_job(backend, request)
+
+    return deploy
+
+
+def committed(checkpoint: str) -> int:
+    batch = CheckpointReader(checkpoint).position().latest_committed
+    return -1 if batch is None else batch
+
+
+def stop_when_drained(checkpoint: str, kafka: KafkaFacade, source: str) -> None:
+    wait_until(None, "all input read", lambda: drained(kafka, checkpoint, source), 300)
+    request_stop(checkpoint, requested_by="test")
+    wait_until(None, "the driver stopped", lambda: live_lease(checkpoint) is None, 180)
+
+
+def test_deploy_noop_and_upgrades_with_and_without_a_savepoint_lose_and_repeat_nothing(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    source, sink = "deploy_source", "deploy_sink"
+    create_topic(bootstrap, source, 2)
+    create_topic(bootstrap, sink, 3)
+    checkpoint = str(tmp_path / "checkpoint")
+    deploy = deployer(bootstrap, checkpoint, str(tmp_path / "sp"), source, sink, tmp_path / "w")
+    events = list(generate_events(EVENTS, seed=41))
+    parts = [events[i * EVENTS // 3 : (i + 1) * EVENTS // 3] for i in range(3)]
+    kafka = KafkaFacade({"bootstrap.servers": bootstrap})
+
+    produce_events(bootstrap, source, parts[0])
+    first = deploy(code(tmp_path / "v1", GOOD.format(tag="v1")), UpgradeMode.SAVEPOINT)
+    assert (first["action"], first["status"]) == ("submit", "STABLE"), first
+    again = deploy(code(tmp_path / "v1", GOOD.format(tag="v1")), UpgradeMode.SAVEPOINT)
+    assert (again["action"], again["spec_hash"]) == ("noop", first["spec_hash"]), again
+    lease = live_lease(checkpoint)
+
+    produce_events(bootstrap, source, parts[1])
+    # The same code in another folder is the same spec; edited, it is a new one.
+    upgraded = deploy(code(tmp_path / "v2", GOOD.format(tag="v2")), UpgradeMode.SAVEPOINT)
+    assert (upgraded["action"], upgraded["status"]) == ("upgrade", "STABLE"), upgraded
+    assert upgraded["spec_hash"] != first["spec_hash"]
+    record = upgraded["deployment"]
+    assert record["stable_hash"] == upgraded["spec_hash"] and record["stable_savepoint"]
+    new_lease = live_lease(checkpoint)
+    assert lease is not None and new_lease is not None and new_lease.owner_id != lease.owner_id
+
+    produce_events(bootstrap, source, parts[2])
+    last = deploy(code(tmp_path / "v3", GOOD.format(tag="v3")), UpgradeMode.LAST_STATE)
+    assert (last["action"], last["status"]) == ("upgrade", "STABLE"), last
+    assert last["deployment"]["stable_savepoint"] is None  # last-state takes none
+
+    flush_ms = max(e.event_time_ms for e in events) + 60_000
+    produce_events(bootstrap, source, [AccessEvent("255.255.255.255", flush_ms, "/flush", 200)])
+    stop_when_drained(checkpoint, kafka, source)
+    counts, duplicates = sink_counts(bootstrap, sink)
+    expected = expected_counts(events, closed_before_ms=flush_ms - WATERMARK_MS)
+    assert duplicates == 0
+    assert counts == expected, f"missing {len(set(expected) - set(counts))} windows"
+    history = [t["status"] for t in deployment_status(checkpoint).summary()["history"]]  # type: ignore[union-attr]
+    assert history[-3:] == ["UPGRADING", "UPGRADING", "STABLE"], history
+
+
+def test_a_stateless_upgrade_keeps_kafka_positions_and_starts_state_afresh(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    source, sink = "stateless_source", "stateless_sink"
+    create_topic(bootstrap, source, 2)
+    create_topic(bootstrap, sink, 3)
+    checkpoint = str(tmp_path / "checkpoint")
+    deploy = deployer(bootstrap, checkpoint, str(tmp_path / "sp"), source, sink, tmp_path / "w")
+    events = list(generate_events(3_000, seed=43))
+    kafka = KafkaFacade({"bootstrap.servers": bootstrap})
+
+    produce_events(bootstrap, source, events[:1_500])
+    assert (
+        deploy(code(tmp_path / "v1", GOOD.format(tag="v1")), UpgradeMode.STATELESS)["status"]
+        == "STABLE"
+    )
+    wait_until(None, "first half read", lambda: drained(kafka, checkpoint, source), 300)
+    upgraded = deploy(code(tmp_path / "v2", GOOD.format(tag="v2")), UpgradeMode.STATELESS)
+    assert (upgraded["action"], upgraded["status"]) == ("upgrade", "STABLE"), upgraded
+    backups = list(tmp_path.glob("checkpoint.backup-*"))
+    assert backups, "the old state is kept aside, not deleted"
+
+    produce_events(bootstrap, source, events[1_500:])
+    flush_ms = max(e.event_time_ms for e in events) + 60_000
+    produce_events(bootstrap, source, [AccessEvent("255.255.255.255", flush_ms, "/flush", 200)])
+    stop_when_drained(checkpoint, kafka, source)
+    counts, duplicates = sink_counts(bootstrap, sink)
+    expected = expected_counts(events, closed_before_ms=flush_ms - WATERMARK_MS)
+    # No record is read twice: Kafka positions carry over. State starts empty: the windows
+    # the old job still held open (all of the first half's: the watermark is 10 s behind)
+    # are lost, and windows of the second half alone are counted exactly.
+    assert duplicates == 0
+    switch_ms = max(e.event_time_ms for e in events[:1_500])
+    resumed = min(e.event_time_ms for e in events[1_500:])
+    before = {k for k in expected if k[0] + 5_000 <= resumed}
+    after = {k: n for k, n in expected.items() if k[0] > switch_ms}
+    assert before and not before & set(counts), "the old state's windows should be gone"
+    assert after and all(counts.get(k) == n for k, n in after.items())
+
+
+def test_an_unhealthy_upgrade_rolls_back_to_the_stable_code_on_s3(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path, s3_url: str
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    source, sink = "rollback_deploy_source", "rollback_deploy_sink"
+    create_topic(bootstrap, source, 2)
+    create_topic(bootstrap, sink, 3)
+    checkpoint = f"{s3_url}/checkpoint"
+    deploy = deployer(bootstrap, checkpoint, f"{s3_url}/sp", source, sink, tmp_path / "w")
+    produce_events(bootstrap, source, list(generate_events(1_000, seed=47)))
+    folder = tmp_path / "code"
+
+    stable = deploy(code(folder, GOOD.format(tag="stable")), UpgradeMode.SAVEPOINT)
+    assert stable["status"] == "STABLE", stable
+    # The same folder, edited in place: the rollback must run the code as it was deployed.
+    code(folder, BAD)
+    with pytest.raises(UpgradeRolledBackError, match="rolled back to") as failed:
+        deploy(str(folder), UpgradeMode.SAVEPOINT, compat_check=False)
+    assert "this release is broken" in str(failed.value) or "bad job" in str(failed.value)
+    record = deployment_status(checkpoint)
+    assert record is not None and record.status is DeploymentStatus.ROLLED_BACK
+    assert record.stable is not None and record.stable.spec_hash == stable["spec_hash"]
+    before = committed(checkpoint)
+    produce_events(bootstrap, source, list(generate_events(500, seed=53)))
+    wait_until(None, "the rolled-back job commits", lambda: committed(checkpoint) > before, 180)
+    assert ControlFolder(checkpoint).read_lease() is not None
+
+    # Deployed again unchanged, the spec rolled back from is refused, naming why.
+    with pytest.raises(DeploymentRefusedError, match="was rolled back"):
+        deploy(str(folder), UpgradeMode.SAVEPOINT, compat_check=False)
+    request_stop(checkpoint, requested_by="test")
+    wait_until(None, "the driver stopped", lambda: live_lease(checkpoint) is None, 180)
