@@ -36,7 +36,11 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "operators": modules(
-            "operators.submit", "operators.stop", "operators.reconcile", "operators.backfill"
+            "operators.submit",
+            "operators.stop",
+            "operators.savepoint",
+            "operators.reconcile",
+            "operators.backfill",
         ),
         "hooks": modules("hooks.kafkaspark"),
         "sensors": modules("sensors.health", "sensors.bootstrap"),

@@ -44,6 +44,7 @@ from airflow_provider_kafkaspark.core.storage.location import Location, open_loc
 from airflow_provider_kafkaspark.errors import (
     CheckpointError,
     LeaseHeldError,
+    NothingCommittedError,
     SavepointError,
     StorageError,
 )
@@ -431,7 +432,10 @@ class SavepointStore:
         position = reader.position()
         batch = position.latest_committed
         if batch is None:
-            raise SavepointError(f"{reader.url}: no committed batch yet: nothing to savepoint")
+            raise NothingCommittedError(
+                f"{reader.url}: no committed batch yet (commits/ is empty): a savepoint of the "
+                f"running query has nothing consistent to copy; try again after its first batch"
+            )
         committed = position.committed
         created, stamp, sid, target = self._new(job_name, batch, savepoint_id)
 
