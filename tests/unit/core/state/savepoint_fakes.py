@@ -5,10 +5,12 @@ from __future__ import annotations
 from airflow_provider_kafkaspark.core.state.savepoint import SavepointManifest, SavepointStore
 
 
-def fake_savepoint(store: SavepointStore, sid: str, created_at_ms: int) -> SavepointManifest:
+def fake_savepoint(
+    store: SavepointStore, sid: str, created_at_ms: int, job_name: str = "job"
+) -> SavepointManifest:
     manifest = SavepointManifest(
         savepoint_id=sid,
-        job_name="job",
+        job_name=job_name,
         query_id="q",
         last_planned_batch=1,
         last_committed_batch=1,
