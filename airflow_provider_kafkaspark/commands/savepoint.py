@@ -45,10 +45,11 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     create.add_argument("checkpoint", help="checkpoint URL or path")
     create.add_argument("--job", required=True, help="job name recorded in the manifest")
     create.add_argument("--id", default=None, help="savepoint id (default: job-time-batch)")
-    create.add_argument(
+    how = create.add_mutually_exclusive_group()
+    how.add_argument(
         "--force", action="store_true", help="copy even while a live driver holds the lease"
     )
-    create.add_argument(
+    how.add_argument(
         "--running",
         action="store_true",
         help="copy a running query's checkpoint as of its last committed batch, without "
