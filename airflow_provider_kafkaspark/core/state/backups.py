@@ -102,9 +102,16 @@ class RestoreBackups:
         )
 
     def names(self) -> list[str]:
+        """The backups that hold files. An object store that keeps emptied folders
+        (SeaweedFS) still lists a disposed backup's name; with nothing in it, it is none."""
         if self.parent is None:
             return []
-        return [n for n in self.parent.listdir() if backup_stamp_ms(self.name, n) is not None]
+        parent = self.parent
+        return [
+            n
+            for n in parent.listdir()
+            if backup_stamp_ms(self.name, n) is not None and parent.has_files(n)
+        ]
 
     def url(self, name: str) -> str:
         assert self.parent is not None

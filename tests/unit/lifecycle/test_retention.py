@@ -23,6 +23,7 @@ def test_savepoints_and_backups_in_one_summary(tmp_path: Path) -> None:
     backups = [f"checkpoint.backup-2026112{d}T000000000000Z" for d in (1, 2, 3)]
     for b in backups:
         (tmp_path / b).mkdir()
+        (tmp_path / b / "metadata").write_text("{}")
     summary = apply_retention(
         str(tmp_path / "sp"),
         "job",

@@ -53,8 +53,10 @@ def test_a_bad_policy_fails_when_the_dag_is_parsed(tmp_path: Path) -> None:
 def test_a_savepoint_of_the_running_job_then_retention(tmp_path: Path) -> None:
     checkpoint = running_checkpoint(tmp_path / "checkpoint", committed=2, planned=3)
     ControlFolder(str(checkpoint)).write_written_by(WrittenBy("4.0.1", 0))
-    (tmp_path / "checkpoint.backup-20261120T000000000000Z").mkdir()
-    (tmp_path / "checkpoint.backup-20261121T000000000000Z").mkdir()
+    for day in (20, 21):
+        backup = tmp_path / f"checkpoint.backup-202611{day}T000000000000Z"
+        backup.mkdir()
+        (backup / "metadata").write_text("{}")
     first, _ = run(operator(tmp_path))
     result, events = run(operator(tmp_path, max_count=1))
     assert result["savepoint"]["last_committed_batch"] == 2

@@ -19,6 +19,11 @@ HOUR_MS = 3_600_000
 BASE_MS = 1_795_737_600_000
 
 
+def backup_folder(path: Path) -> None:
+    (path / "commits").mkdir(parents=True)
+    (path / "commits" / "0").write_text("v1")
+
+
 def name(hour: int, checkpoint: str = "checkpoint") -> str:
     return f"{checkpoint}.backup-20261127T{hour:02d}0000123456Z"
 
@@ -67,9 +72,9 @@ def test_the_adapter_deletes_only_backups(tmp_path: Path) -> None:
     (tmp_path / "checkpoint" / "commits").mkdir(parents=True)
     (tmp_path / "checkpoint" / "commits" / "0").write_text("v1")
     for h in (1, 2, 3):
-        (tmp_path / name(h) / "commits").mkdir(parents=True)
-    (tmp_path / "checkpoint.backup-mine").mkdir()
-    (tmp_path / name(1, "other")).mkdir()
+        backup_folder(tmp_path / name(h))
+    backup_folder(tmp_path / "checkpoint.backup-mine")
+    backup_folder(tmp_path / name(1, "other"))
     backups = RestoreBackups(str(tmp_path / "checkpoint"))
     assert backups.names() == [name(1), name(2), name(3)]
     decision = backups.prune(RetentionPolicy(max_count=1), now_ms=BASE_MS)
@@ -85,5 +90,12 @@ def test_the_adapter_deletes_only_backups(tmp_path: Path) -> None:
 
 
 def test_a_trailing_slash_names_the_same_checkpoint(tmp_path: Path) -> None:
-    (tmp_path / name(1)).mkdir()
+    backup_folder(tmp_path / name(1))
     assert RestoreBackups(str(tmp_path / "checkpoint") + "/").names() == [name(1)]
+
+
+def test_an_emptied_backup_folder_is_no_backup(tmp_path: Path) -> None:
+    # What an object store that keeps emptied folders lists after a dispose.
+    (tmp_path / name(1)).mkdir()
+    backup_folder(tmp_path / name(2))
+    assert RestoreBackups(str(tmp_path / "checkpoint")).names() == [name(2)]
