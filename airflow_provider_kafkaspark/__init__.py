@@ -39,6 +39,7 @@ def get_provider_info() -> dict[str, Any]:
             "operators.submit",
             "operators.deploy",
             "operators.stop",
+            "operators.savepoint",
             "operators.reconcile",
             "operators.backfill",
         ),

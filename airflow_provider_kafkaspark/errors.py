@@ -70,6 +70,11 @@ class SavepointError(InvalidInputError):
     """A savepoint is missing, incomplete, corrupt or cannot be used as asked."""
 
 
+class NothingCommittedError(SavepointError):
+    """A savepoint of a running query was asked for before its first committed batch: there
+    is no consistent state to copy yet."""
+
+
 class ControlFileError(InvalidInputError):
     """A file of the control folder (lease, stop request, stopped report, progress) is bad."""
 

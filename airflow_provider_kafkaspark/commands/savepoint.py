@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_kafkaspark.commands.flags import (
     add_shared,
@@ -20,7 +20,7 @@ from airflow_provider_kafkaspark.commands.output import (
 )
 
 if TYPE_CHECKING:
-    from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
+    from airflow_provider_kafkaspark.core.state.savepoint import RetentionPolicy, SavepointStore
 
 LIST_COLUMNS = [
     "savepoint_id",
@@ -39,17 +39,39 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     with_example(group, "kafkaspark savepoint --root s3://bucket/savepoints list --json")
     actions = group.add_subparsers(dest="action", required=True)
 
-    create = actions.add_parser("create", help="savepoint a stopped query's checkpoint")
+    create = actions.add_parser(
+        "create", help="savepoint a stopped query's checkpoint (or a running one's: --running)"
+    )
     create.add_argument("checkpoint", help="checkpoint URL or path")
     create.add_argument("--job", required=True, help="job name recorded in the manifest")
     create.add_argument("--id", default=None, help="savepoint id (default: job-time-batch)")
-    create.add_argument(
+    how = create.add_mutually_exclusive_group()
+    how.add_argument(
         "--force", action="store_true", help="copy even while a live driver holds the lease"
+    )
+    how.add_argument(
+        "--running",
+        action="store_true",
+        help="copy a running query's checkpoint as of its last committed batch, without "
+        "stopping it (a periodic savepoint)",
+    )
+    create.add_argument(
+        "--max-count", type=int, default=None, help="then keep at most this many savepoints"
+    )
+    create.add_argument(
+        "--max-age-hours", type=float, default=None, help="then dispose older savepoints"
+    )
+    create.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="SAVEPOINT_ID",
+        help="a savepoint retention never disposes (repeatable), e.g. the last stable one",
     )
     add_shared(create, root=True)
     with_example(
         create,
-        "kafkaspark savepoint create /cp/clicks --job clicks --root /sp",
+        "kafkaspark savepoint create /cp/clicks --job clicks --root /sp --running --max-count 24",
     )
     create.set_defaults(func=create_savepoint)
 
@@ -99,6 +121,13 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     prune.add_argument("--max-count", type=int, default=None)
     prune.add_argument("--max-age-hours", type=float, default=None)
     prune.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    prune.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="SAVEPOINT_ID",
+        help="a savepoint never disposed (repeatable), e.g. the last stable one",
+    )
     add_shared(prune, root=True)
     with_example(
         prune,
@@ -126,22 +155,67 @@ def _store(args: argparse.Namespace) -> SavepointStore:
     return SavepointStore(savepoint_root(args))
 
 
+def _policy(args: argparse.Namespace) -> RetentionPolicy | None:
+    from airflow_provider_kafkaspark.core.state.savepoint import RetentionPolicy
+
+    if args.max_count is None and args.max_age_hours is None:
+        return None
+    return RetentionPolicy(
+        max_count=args.max_count,
+        max_age_s=args.max_age_hours * 3600 if args.max_age_hours is not None else None,
+    )
+
+
 def create_savepoint(args: argparse.Namespace) -> int:
+    from airflow_provider_kafkaspark.lifecycle.retention import apply_retention
+    from airflow_provider_kafkaspark.lifecycle.savepoint import savepoint_of_running
     from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
-    manifest = _store(args).create(
-        args.checkpoint,
-        job_name=args.job,
-        force=args.force,
-        savepoint_id=args.id,
-        spark_version=SPARK_VERSION,
-    )
+    policy = _policy(args)
+    keep = frozenset(args.keep)
+    retention = None
+    if args.running:
+        manifest, retention = savepoint_of_running(
+            args.checkpoint,
+            savepoint_root(args),
+            args.job,
+            policy=policy,
+            keep=keep,
+            savepoint_id=args.id,
+        )
+    else:
+        manifest = _store(args).create(
+            args.checkpoint,
+            job_name=args.job,
+            force=args.force,
+            savepoint_id=args.id,
+            spark_version=SPARK_VERSION,
+        )
+        if policy is not None:
+            retention = apply_retention(
+                savepoint_root(args), args.job, args.checkpoint, policy, keep
+            )
     if wants_json(args):
-        emit_json(manifest.summary())
+        emit_json(
+            {**manifest.summary(), "retention": retention} if retention else manifest.summary()
+        )
     else:
         print(f"savepoint {manifest.savepoint_id} created")
         print(key_values(manifest.summary()))
+        if retention is not None:
+            _print_decisions("disposed", retention["savepoints"], "savepoint_id")
+            if retention["backups"]:
+                _print_decisions("disposed", retention["backups"], "restore_backup")
     return EXIT_OK
+
+
+def _print_decisions(verb: str, decision: dict[str, Any], column: str) -> None:
+    rows = [
+        {column: name, "decision": verb if name in decision["disposed"] else "kept", "reason": why}
+        for name, why in decision["reasons"].items()
+    ]
+    if rows:
+        print(table(rows, [column, "decision", "reason"]))
 
 
 def list_savepoints(args: argparse.Namespace) -> int:
@@ -203,24 +277,15 @@ def restore_savepoint(args: argparse.Namespace) -> int:
 def prune_savepoints(args: argparse.Namespace) -> int:
     from airflow_provider_kafkaspark.core.state.savepoint import RetentionPolicy
 
-    policy = RetentionPolicy(
-        max_count=args.max_count,
-        max_age_s=args.max_age_hours * 3600 if args.max_age_hours is not None else None,
+    policy = _policy(args) or RetentionPolicy()
+    result = _store(args).prune(
+        policy, job_name=args.job, dry_run=args.dry_run, keep=frozenset(args.keep)
     )
-    result = _store(args).prune(policy, job_name=args.job, dry_run=args.dry_run)
     if wants_json(args):
         emit_json(result.to_dict())
     else:
         verb = "would dispose" if args.dry_run else "disposed"
-        rows = [
-            {
-                "savepoint_id": sid,
-                "decision": verb if sid in result.disposed else "kept",
-                "reason": reason,
-            }
-            for sid, reason in result.reasons.items()
-        ]
-        print(table(rows, ["savepoint_id", "decision", "reason"]))
+        _print_decisions(verb, result.to_dict(), "savepoint_id")
     return EXIT_OK
 
 

@@ -17,6 +17,12 @@ local stack (`make demo`), in tests, and on a real deployment.
     KAFKASPARK_RESTART_WINDOW_SCHEDULE / KAFKASPARK_RECONCILE_SCHEDULE
                             cron expressions of the two scheduled DAGs (default "0 3 * * *"
                             and "*/5 * * * *"); "none" leaves them to manual runs
+    KAFKASPARK_PERIODIC_SAVEPOINT_SCHEDULE
+                            cron expression of the periodic savepoint DAG (default "@hourly",
+                            "none": manual runs only)
+    KAFKASPARK_SAVEPOINT_MAX_COUNT / KAFKASPARK_SAVEPOINT_MAX_AGE_HOURS
+                            retention applied after each periodic savepoint (default 24
+                            savepoints, no age limit)
     KAFKASPARK_UPGRADE_TRANSFORMATION / KAFKASPARK_UPGRADE_PYTHON_PATH
                             the transformation (`module:function`) and the folders holding it
                             that the restart window upgrades the job to; default: none, the
@@ -31,10 +37,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
+
+N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,9 @@ class ExampleSettings:
     spark_conf: dict[str, str] = field(default_factory=dict)
     restart_window_schedule: str | None = "0 3 * * *"
     reconcile_schedule: str | None = "*/5 * * * *"
+    periodic_savepoint_schedule: str | None = "@hourly"
+    savepoint_max_count: int | None = 24
+    savepoint_max_age_s: float | None = None
     # The restart window hands over to a warm standby driver (two drivers for a while).
     warm_handover: bool = True
 
@@ -123,7 +134,29 @@ def example_settings() -> ExampleSettings:
         restart_window_schedule=_schedule("KAFKASPARK_RESTART_WINDOW_SCHEDULE", "0 3 * * *"),
         reconcile_schedule=_schedule("KAFKASPARK_RECONCILE_SCHEDULE", "*/5 * * * *"),
         warm_handover=_flag("KAFKASPARK_WARM_HANDOVER", default=True),
+        periodic_savepoint_schedule=_schedule("KAFKASPARK_PERIODIC_SAVEPOINT_SCHEDULE", "@hourly"),
+        savepoint_max_count=_number("KAFKASPARK_SAVEPOINT_MAX_COUNT", int, 24),
+        savepoint_max_age_s=_hours_to_s(_number("KAFKASPARK_SAVEPOINT_MAX_AGE_HOURS", float, None)),
     )
+
+
+def _number(variable: str, kind: type[N], default: N | None) -> N | None:
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        return default
+    if value.lower() == "none":
+        return None
+    try:
+        number = kind(value)
+    except ValueError:
+        raise InvalidInputError(f"{variable}={value!r}: a {kind.__name__} or 'none'") from None
+    if number <= 0:
+        raise InvalidInputError(f"{variable}={value!r}: must be positive")
+    return number
+
+
+def _hours_to_s(hours: float | None) -> float | None:
+    return None if hours is None else hours * 3600
 
 
 def _flag(variable: str, *, default: bool) -> bool:

@@ -3,7 +3,9 @@ job's checkpoint location before a submit."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 from airflow_provider_kafkaspark.core.kafka.reconcile import (
@@ -15,6 +17,21 @@ from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.state.restore import RestoreMode, restore
 from airflow_provider_kafkaspark.core.state.savepoint import SavepointStore
 from airflow_provider_kafkaspark.lifecycle.errors import RestoreRefusedError
+
+
+@contextlib.contextmanager
+def in_use_while(store: SavepointStore, savepoint_id: str | None) -> Iterator[None]:
+    """Mark `savepoint_id` in use while the block runs, so that a retention run (after a
+    savepoint taken meanwhile) does not dispose of the savepoint being restored. A mark that
+    was there before (a person's) stays; only the mark made here is removed."""
+    if savepoint_id is None or store.is_in_use(savepoint_id):
+        yield
+        return
+    store.mark_in_use(savepoint_id)
+    try:
+        yield
+    finally:
+        store.mark_in_use(savepoint_id, in_use=False)
 
 
 def restore_for_submit(
@@ -66,16 +83,17 @@ def restore_for_submit(
     target = open_location(spec.checkpoint_location)
     if chosen is not RestoreMode.CHECKPOINT and target.has_files():
         summary["backup"] = move_aside(target).url
-    result = restore(
-        store,
-        ref,
-        target,
-        chosen,
-        job_name=spec.job_name,
-        move_target_aside=True,
-        force=force,
-        spark_version=spec.spark_version,
-    )
+    with in_use_while(store, ref):
+        result = restore(
+            store,
+            ref,
+            target,
+            chosen,
+            job_name=spec.job_name,
+            move_target_aside=True,
+            force=force,
+            spark_version=spec.spark_version,
+        )
     if result.backup:
         summary["backup"] = result.backup
     if result.new_query_id:

@@ -288,18 +288,24 @@ class StopStreamingJobOperator(BaseOperator):
         return result
 
     def _announce(self, context: Context, extra: dict[str, Any]) -> None:
-        """The savepoint event, on the rendered job's Asset: directly when it is a declared
-        outlet, through the first declared alias otherwise."""
-        asset = savepoint_asset(self.job_name)
-        if asset in self.outlets:
-            context["outlet_events"][asset].extra = extra
-            return
-        alias = next((o for o in self.outlets if isinstance(o, AssetAlias)), None)
-        if alias is None:
-            self.log.warning(
-                "no savepoint event: %s is not among this task's outlets and no AssetAlias is",
-                asset.uri,
-            )
-            return
-        context["outlet_events"][alias].add(asset, extra=extra)
-        self.log.info("savepoint event on %s (through alias %s)", asset.uri, alias.name)
+        announce_savepoint(self, context, self.job_name, extra)
+
+
+def announce_savepoint(
+    operator: BaseOperator, context: Context, job_name: str, extra: dict[str, Any]
+) -> None:
+    """The savepoint event, on the rendered job's Asset: directly when it is a declared
+    outlet of `operator`, through its first declared alias otherwise."""
+    asset = savepoint_asset(job_name)
+    if asset in operator.outlets:
+        context["outlet_events"][asset].extra = extra
+        return
+    alias = next((o for o in operator.outlets if isinstance(o, AssetAlias)), None)
+    if alias is None:
+        operator.log.warning(
+            "no savepoint event: %s is not among this task's outlets and no AssetAlias is",
+            asset.uri,
+        )
+        return
+    context["outlet_events"][alias].add(asset, extra=extra)
+    operator.log.info("savepoint event on %s (through alias %s)", asset.uri, alias.name)

@@ -37,6 +37,7 @@ def test_example_dags_parse_without_heavy_imports(tmp_path: Path) -> None:
     assert result["dag_ids"] == [
         "kafkaspark_backfill",
         "kafkaspark_deploy",
+        "kafkaspark_periodic_savepoint",
         "kafkaspark_reconcile",
         "kafkaspark_restart_window",
         "kafkaspark_stop",

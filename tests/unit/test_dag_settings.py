@@ -54,3 +54,24 @@ def test_the_warm_handover_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("KAFKASPARK_WARM_HANDOVER", "sometimes")
     with pytest.raises(InvalidInputError, match="KAFKASPARK_WARM_HANDOVER"):
         example_settings()
+
+
+def test_periodic_savepoints_hourly_keeping_24_unless_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key in (
+        "KAFKASPARK_PERIODIC_SAVEPOINT_SCHEDULE",
+        "KAFKASPARK_SAVEPOINT_MAX_COUNT",
+        "KAFKASPARK_SAVEPOINT_MAX_AGE_HOURS",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    settings = example_settings()
+    assert settings.periodic_savepoint_schedule == "@hourly"
+    assert (settings.savepoint_max_count, settings.savepoint_max_age_s) == (24, None)
+    monkeypatch.setenv("KAFKASPARK_SAVEPOINT_MAX_COUNT", "none")
+    monkeypatch.setenv("KAFKASPARK_SAVEPOINT_MAX_AGE_HOURS", "48")
+    settings = example_settings()
+    assert (settings.savepoint_max_count, settings.savepoint_max_age_s) == (None, 48 * 3600)
+    monkeypatch.setenv("KAFKASPARK_SAVEPOINT_MAX_COUNT", "0")
+    with pytest.raises(InvalidInputError, match="KAFKASPARK_SAVEPOINT_MAX_COUNT"):
+        example_settings()

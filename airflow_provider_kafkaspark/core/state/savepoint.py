@@ -44,6 +44,7 @@ from airflow_provider_kafkaspark.core.storage.location import Location, open_loc
 from airflow_provider_kafkaspark.errors import (
     CheckpointError,
     LeaseHeldError,
+    NothingCommittedError,
     SavepointError,
     StorageError,
 )
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 MANIFEST_FILE = "manifest.json"
 COMPLETE_FILE = "_COMPLETE"
 IN_USE_FILE = "_IN_USE"
+KEPT_LAST_STABLE = "kept: last stable"
 DATA_DIR = "checkpoint"
 FORMAT_VERSION = 1
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
@@ -430,7 +432,10 @@ class SavepointStore:
         position = reader.position()
         batch = position.latest_committed
         if batch is None:
-            raise SavepointError(f"{reader.url}: no committed batch yet: nothing to savepoint")
+            raise NothingCommittedError(
+                f"{reader.url}: no committed batch yet (commits/ is empty): a savepoint of the "
+                f"running query has nothing consistent to copy; try again after its first batch"
+            )
         committed = position.committed
         created, stamp, sid, target = self._new(job_name, batch, savepoint_id)
 
@@ -613,9 +618,12 @@ class SavepointStore:
         job_name: str | None = None,
         dry_run: bool = False,
         at_ms: int | None = None,
+        keep: frozenset[str] = frozenset(),
     ) -> PruneResult:
         """Dispose savepoints beyond `max_count` or older than `max_age_s`; always keeps the
-        newest one that verifies and any marked in use."""
+        newest one that verifies, any marked in use (a person's mark, or a restore running
+        from it), and those in `keep` (a deployment's last stable savepoint). A protected
+        savepoint still counts towards `max_count`."""
         now = now_ms() if at_ms is None else at_ms
         manifests = self.list(job_name)
         reasons: dict[str, str] = {}
@@ -624,6 +632,9 @@ class SavepointStore:
             if self.is_in_use(m.savepoint_id):
                 protected.add(m.savepoint_id)
                 reasons[m.savepoint_id] = "in use"
+            elif m.savepoint_id in keep:
+                protected.add(m.savepoint_id)
+                reasons[m.savepoint_id] = KEPT_LAST_STABLE
         for m in manifests:  # newest first
             if self.verify(m.savepoint_id).ok:
                 protected.add(m.savepoint_id)
@@ -638,6 +649,10 @@ class SavepointStore:
             )
             if sid in protected or not (too_many or too_old):
                 kept.append(sid)
+                if reasons.get(sid) == KEPT_LAST_STABLE and (too_many or too_old):
+                    # Say that the policy alone would have disposed of it.
+                    beyond = "beyond max_count" if too_many else "older than max_age"
+                    reasons[sid] = f"{KEPT_LAST_STABLE} (the policy alone: {beyond})"
                 reasons.setdefault(sid, "within policy")
                 continue
             reasons[sid] = "beyond max_count" if too_many else "older than max_age"
