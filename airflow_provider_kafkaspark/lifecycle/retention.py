@@ -2,8 +2,9 @@
 the backups restores left beside its checkpoint (`<checkpoint>.backup-<stamp>`).
 
 Protected whatever the policy says: the newest savepoint that verifies, savepoints marked in
-use (by a person, or by a restore running from one), those in `keep` (a deployment's last
-stable savepoint), and the newest restore backup."""
+use (by a person, or by a restore running from one), those in `keep`, the savepoints the
+job's deployment stands on (its stable and desired specs', from `deployment.json`), and the
+newest restore backup."""
 
 from __future__ import annotations
 
@@ -12,6 +13,17 @@ from typing import Any
 from airflow_provider_kafkaspark.core.control.lease import now_ms
 from airflow_provider_kafkaspark.core.state.backups import RestoreBackups
 from airflow_provider_kafkaspark.core.state.savepoint import RetentionPolicy, SavepointStore
+
+
+def deployment_savepoints(checkpoint: str) -> frozenset[str]:
+    """The savepoints the deployment on `checkpoint` stands on: never pruned."""
+    from airflow_provider_kafkaspark.core.deploy.record_file import DeploymentFile
+
+    deployment = DeploymentFile(checkpoint).read()
+    if deployment is None:
+        return frozenset()
+    records = (deployment.stable, deployment.desired)
+    return frozenset(r.savepoint_id for r in records if r is not None and r.savepoint_id)
 
 
 def apply_retention(
@@ -27,6 +39,8 @@ def apply_retention(
     `savepoint_root` and of the restore backups beside `checkpoint` (None: savepoints only).
     Returns a JSON-able summary: for each, what was kept, what disposed, and why."""
     at_ms = now_ms()
+    if checkpoint is not None:
+        keep = keep | deployment_savepoints(checkpoint)
     store = SavepointStore(savepoint_root)
     savepoints = store.prune(policy, job_name=job_name, dry_run=dry_run, at_ms=at_ms, keep=keep)
     summary: dict[str, Any] = {

@@ -238,7 +238,8 @@ def roll_back(ctx: DeployContext, stable: SpecRecord, savepoint_id: str | None, 
 
 
 def _retain(ctx: DeployContext) -> None:
-    """Savepoint retention after the upgrade's savepoint: never the stable one."""
+    """Savepoint retention after the upgrade's savepoint; the deployment's own savepoints are
+    kept (`lifecycle/retention.deployment_savepoints`)."""
     policy = ctx.request.policy
     if policy.savepoint_root is None or (
         policy.max_savepoints is None and policy.max_savepoint_age_s is None
@@ -247,19 +248,10 @@ def _retain(ctx: DeployContext) -> None:
     from airflow_provider_kafkaspark.core.state.savepoint import RetentionPolicy
     from airflow_provider_kafkaspark.lifecycle.retention import apply_retention
 
-    keep = frozenset(
-        s
-        for s in (
-            ctx.desired.savepoint_id,
-            ctx.deployment.stable and ctx.deployment.stable.savepoint_id,
-        )
-        if s
-    )
     summary = apply_retention(
         policy.savepoint_root,
         ctx.request.spec.job_name,
         ctx.checkpoint,
         RetentionPolicy(policy.max_savepoints, policy.max_savepoint_age_s),
-        keep=keep,
     )
     log.info("savepoint retention: %s", summary)

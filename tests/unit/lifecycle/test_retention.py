@@ -47,3 +47,26 @@ def test_without_a_checkpoint_only_savepoints(tmp_path: Path) -> None:
     summary = apply_retention(str(tmp_path / "sp"), "job", None, RetentionPolicy(max_count=1))
     assert summary["backups"] is None
     assert summary["savepoints"]["kept"] == ["job-1"]
+
+
+def test_the_savepoints_a_deployment_stands_on_are_kept(tmp_path: Path) -> None:
+    from airflow_provider_kafkaspark.core.deploy.deployment import (
+        Deployment,
+        DeploymentStatus,
+        SpecRecord,
+        UpgradeMode,
+    )
+    from airflow_provider_kafkaspark.core.deploy.record_file import DeploymentFile
+
+    store = SavepointStore(str(tmp_path / "sp"))
+    ids = [f"job-{i}" for i in range(4)]
+    for i, sid in enumerate(ids):
+        fake_savepoint(store, sid, created_at_ms=i + 1)
+    checkpoint = str(tmp_path / "checkpoint")
+    stable = SpecRecord("sha256:1", {}, savepoint_id=ids[0])
+    DeploymentFile(checkpoint).write(
+        Deployment("job", DeploymentStatus.STABLE, UpgradeMode.SAVEPOINT, stable, stable)
+    )
+    summary = apply_retention(str(tmp_path / "sp"), "job", checkpoint, RetentionPolicy(1))
+    assert set(summary["savepoints"]["kept"]) == {ids[0], ids[3]}
+    assert summary["savepoints"]["reasons"][ids[0]].startswith(KEPT_LAST_STABLE)
