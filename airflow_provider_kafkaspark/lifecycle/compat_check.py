@@ -187,14 +187,16 @@ def check_compatibility(
             target.url,
             copy.batch,
         )
-        report = _run_check(backend, check_spec(spec, scratch), options, timeout_s)
+        report, where = _run_check(backend, check_spec(spec, scratch), options, timeout_s)
         after = CheckpointReader(target).position().latest_committed
         new_operators = stateful_operators(
             (rel for rel, _size in target.walk_files(STATE_DIR)), version=copy.batch + 1
         )
         verdict = judge(report, copy.batch, after, copy.old_operators, new_operators)
         if verdict.compatible is None:
-            raise CompatCheckError(f"compatibility check of {spec.job_name}: {verdict.reason}")
+            raise CompatCheckError(
+                f"compatibility check of {spec.job_name}: {verdict.reason} (driver: {where})"
+            )
         result = CompatResult(
             compatible=verdict.compatible,
             reason=verdict.reason,
@@ -212,10 +214,12 @@ def check_compatibility(
 
 def _run_check(
     backend: JobBackend, spec: JobSpec, options: SubmitOptions, timeout_s: float
-) -> StoppedReport | None:
-    """Start the check's driver (never restarted) and wait, bounded, for its report."""
+) -> tuple[StoppedReport | None, str]:
+    """Start the check's driver (never restarted) and wait, bounded, for its report;
+    returns the report and where the driver's log is (or what it was)."""
     submitted = backend.submit(spec, replace(options, restart_policy=None))
     ref = submitted.ref
+    where = str(submitted.details.get("log_file") or ref)
     control = ControlFolder(spec.checkpoint_location)
     deadline = time.monotonic() + timeout_s
     while True:
@@ -223,14 +227,14 @@ def _run_check(
         alive = _alive(backend, ref)
         if report is not None:
             _wait_gone(backend, ref, EXIT_GRACE_S)
-            return report
+            return report, where
         if alive is False:
-            return control.read_stopped()  # written just before it exited, or never
+            return control.read_stopped(), where  # written just before it exited, or never
         if time.monotonic() > deadline:
             backend.force_kill(ref)
             raise CompatCheckError(
                 f"compatibility check of {spec.job_name}: no result within {timeout_s:g}s; "
-                f"its driver was killed ({submitted.details.get('log_file') or ref})"
+                f"its driver was killed ({where})"
             )
         time.sleep(POLL_S)
 

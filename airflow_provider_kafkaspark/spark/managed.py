@@ -188,7 +188,12 @@ class ManagedQuery:
         while query.isActive:
             if self._stop_event.is_set() or self._stop_requested():
                 return self._graceful_stop(query)
-            query.awaitTermination(POLL_S)
+            try:
+                query.awaitTermination(POLL_S)
+            except Exception:
+                # Spark raises the query's failure here; a check reports it (below).
+                if not self.options.failures_final or query.isActive:
+                    raise
         error = query.exception()
         if self.lost_lease:
             # The checkpoint and its control folder now belong to the other driver.
