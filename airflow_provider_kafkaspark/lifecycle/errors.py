@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from airflow_provider_kafkaspark.errors import (
+    InvalidInputError,
     KafkaSparkError,
     LeaseHeldError,
     RefusedError,
@@ -24,3 +25,14 @@ class RestoreRefusedError(SavepointError):
 
 class BackfillError(KafkaSparkError):
     """The bounded batch run failed."""
+
+
+class IncompatibleUpgradeError(InvalidInputError):
+    """The new job code failed its compatibility check against the running job's state (a
+    state schema, operator or partitioning change, a module that does not import): the
+    upgrade would fail the same way, so it is refused before the running job is touched."""
+
+
+class CompatCheckError(KafkaSparkError):
+    """The compatibility check could not decide (its driver died without a report, or did
+    not end in time): nothing was learned about the new code, so running it again may."""

@@ -91,6 +91,9 @@ class ManagedOptions:
     # (Spark's at-least-once Kafka sink): every stop waits for a moment with no batch in
     # flight, even one requested at the batch boundary.
     replay_safe_sink: bool = True
+    # Every failure of the query is reported as a bad job (`EXIT_BAD_JOB`, final): a
+    # compatibility check's one batch, whose failure is the answer, not something to retry.
+    failures_final: bool = False
 
 
 class ManagedQuery:
@@ -152,7 +155,7 @@ class ManagedQuery:
             try:
                 query = start()
             except Exception as exc:
-                if not is_bad_job(exc):
+                if not (is_bad_job(exc) or self.options.failures_final):
                     raise
                 self.record_bad_job(exc)
                 return self._finish("bad job", EXIT_BAD_JOB, describe_error(exc))
@@ -185,7 +188,12 @@ class ManagedQuery:
         while query.isActive:
             if self._stop_event.is_set() or self._stop_requested():
                 return self._graceful_stop(query)
-            query.awaitTermination(POLL_S)
+            try:
+                query.awaitTermination(POLL_S)
+            except Exception:
+                # Spark raises the query's failure here; a check reports it (below).
+                if not self.options.failures_final or query.isActive:
+                    raise
         error = query.exception()
         if self.lost_lease:
             # The checkpoint and its control folder now belong to the other driver.
@@ -193,6 +201,8 @@ class ManagedQuery:
             return EXIT_FAILED
         if self.bad_job is not None:
             return self._finish("bad job", EXIT_BAD_JOB, describe_error(self.bad_job))
+        if error is not None and self.options.failures_final:
+            return self._finish("bad job", EXIT_BAD_JOB, describe_error(error))
         if error is not None:
             return self._finish("query failed", EXIT_FAILED, str(error)[:2000])
         # availableNow / once triggers end by themselves when the input is drained.
@@ -490,7 +500,9 @@ def describe_error(exc: BaseException) -> str:
     if missing is not None:
         # A Py4JJavaError's text is the Java stack trace: the line says all a reader needs.
         return f"{missing.describe()} ({type(exc).__name__})"[:2000]
-    text = without_plan(str(exc).split("\nJVM stacktrace:", 1)[0].strip())
+    # A query's failure ends with the query's description (offsets, plan): not the reason.
+    text = str(exc).split("\nJVM stacktrace:", 1)[0].split("\n=== Streaming Query ===", 1)[0]
+    text = without_plan(text.strip())
     return f"{type(exc).__name__}: {text}"[:2000]
 
 

@@ -99,6 +99,8 @@ def start_query(
     frame = load_transformation(spec)(source_frame(spark, spec))
     writer = frame.writeStream.queryName(spec.job_name).outputMode(spec.sink.output_mode)
     writer = writer.option("checkpointLocation", spark_url(spec.checkpoint_location))
+    if spec.compat_check:
+        return compat_check_writer(writer).start()  # type: ignore[no-any-return]
     if spec.trigger_interval == "availableNow":
         writer = writer.trigger(availableNow=True)
     else:
@@ -118,6 +120,17 @@ def start_query(
     else:
         writer = writer.format("console").option("truncate", "false")
     return writer.start()
+
+
+def compat_check_writer(writer: Any) -> Any:
+    """The writer of a compatibility check's query (`lifecycle/compat_check.py`): one
+    micro-batch into Spark's `noop` sink, which runs the whole plan and writes nothing.
+
+    The check's checkpoint is a copy whose last batch is planned and not committed: on
+    start Spark runs that batch again, from its planned offsets, and a once trigger ends the
+    query after it (availableNow would go on to the input's end). The job's own sink and its
+    options are left out: no transaction, no file, no record leaves the check."""
+    return writer.format("noop").trigger(once=True)
 
 
 def exactly_once_batch_writer(

@@ -82,16 +82,20 @@ def run(spec: JobSpec, master: str | None = None) -> int:
 
     spark = build_session(spec, master)
     log.info("job %s: %s", spec.job_name, spec.to_dict(redact=True))
+    # A compatibility check's driver commits no offsets to the job's consumer group, and
+    # any failure of its one batch is the new code's: final, not restarted.
+    lag_group = None if spec.compat_check else spec.effective_lag_group
     options = ManagedOptions(
         job_name=spec.job_name,
         checkpoint=spec.checkpoint_location,
-        kafka_config=spec.admin_config() if spec.effective_lag_group else None,
-        lag_group=spec.effective_lag_group,
+        kafka_config=spec.admin_config() if lag_group else None,
+        lag_group=lag_group,
         lease_ttl_s=spec.lease_ttl_s,
         drain_timeout_s=spec.drain_timeout_s,
         progress_batches=spec.progress_batches,
         # Spark's own Kafka sink is at-least-once: a cut-short batch's re-run may duplicate.
         replay_safe_sink=spec.sink.kind != "kafka",
+        failures_final=spec.compat_check,
     )
     managed = ManagedQuery(spark, options)
 

@@ -224,6 +224,10 @@ class JobSpec:
     # then waits up to `standby_timeout_s` for a handover naming this token before it starts.
     standby_token: str | None = None
     standby_timeout_s: float = 900.0
+    # Set by the upgrade's compatibility check (`lifecycle/compat_check.py`), never by hand:
+    # the driver runs one micro-batch on a copy of the checkpoint into Spark's `noop` sink,
+    # commits no lag offsets, and reports any failure of it as a bad job.
+    compat_check: bool = False
 
     def validate(self) -> JobSpec:
         if not valid_job_name(self.job_name):
@@ -265,6 +269,8 @@ class JobSpec:
             raise _fail("standby_token", "letters, digits, '.', '_' and '-' only")
         if _positive_finite("standby_timeout_s", self.standby_timeout_s) <= 0:
             raise _fail("standby_timeout_s", "must be positive")
+        if self.compat_check and self.standby_token is not None:
+            raise _fail("compat_check", "a compatibility check runs no standby")
         return self
 
     @property

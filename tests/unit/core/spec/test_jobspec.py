@@ -137,3 +137,13 @@ def test_absolute_paths_and_urls_are_kept(location: str) -> None:
     kept = spec.with_local_paths_absolute("/elsewhere")
     assert kept.checkpoint_location == location
     assert kept.sink == spec.sink  # a Kafka sink has no path to change
+
+
+def test_a_compat_check_spec_round_trips_and_runs_no_standby() -> None:
+    spec = JobSpec.from_dict({**good(), "compat_check": True})
+    assert spec.compat_check and JobSpec.from_json(spec.to_json()) == spec
+    assert not JobSpec.from_dict(good()).compat_check
+    with pytest.raises(JobSpecError, match="'compat_check'"):
+        JobSpec.from_dict({**good(), "compat_check": True, "standby_token": "tok"})
+    with pytest.raises(JobSpecError, match="'compat_check'"):
+        JobSpec.from_dict({**good(), "compat_check": "yes"})
