@@ -23,14 +23,12 @@ from airflow_provider_kafkaspark.backends.package_archive import (
     tree_members,
     write_zip,
 )
-from airflow_provider_kafkaspark.core.control.folder import CONTROL_DIR
+from airflow_provider_kafkaspark.core.control.folder import CODE_DIR, CONTROL_DIR
 from airflow_provider_kafkaspark.core.spec.job_code import is_local
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.storage.location import Location, open_location
 
 log = logging.getLogger(__name__)
-
-CODE_DIR = "code"
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,24 @@ def load_transformation(spec: JobSpec) -> Callable[[DataFrame], DataFrame]:
     return lambda source: source
 
 
+def transformed(
+    spec: JobSpec, transform: Callable[[DataFrame], DataFrame], source: DataFrame
+) -> DataFrame:
+    """The query's plan: the author's function over the source. An exception it raises while
+    the plan is built (before any data flows) is a bug of the job, the same on every attempt:
+    a bad job, not a crash to restart. The JVM's own failures (py4j) stay crashes."""
+    try:
+        return transform(source)
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] == "py4j":
+            raise
+        what = spec.transformation or "sql"
+        raise InvalidInputError(
+            f"job spec field 'transformation': {what} failed while building the query "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
+
+
 def source_frame(spark: SparkSession, spec: JobSpec, *, streaming: bool = True) -> DataFrame:
     reader: Any = spark.readStream if streaming else spark.read
     reader = reader.format("kafka")
@@ -96,7 +114,7 @@ def start_query(
     on_bad_job: Callable[[BaseException], None] | None = None,
 ) -> StreamingQuery:
     check_topics_exist(spec)
-    frame = load_transformation(spec)(source_frame(spark, spec))
+    frame = transformed(spec, load_transformation(spec), source_frame(spark, spec))
     writer = frame.writeStream.queryName(spec.job_name).outputMode(spec.sink.output_mode)
     writer = writer.option("checkpointLocation", spark_url(spec.checkpoint_location))
     if spec.compat_check:

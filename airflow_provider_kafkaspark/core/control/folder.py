@@ -56,6 +56,8 @@ WRITTEN_BY_FILE = "written-by.json"
 # The deployment's record (core/deploy): it stays with the job's checkpoint location when a
 # restore moves the checkpoint aside (core/state/restore.move_aside).
 DEPLOYMENT_FILE = "deployment.json"
+# The code of each deployed spec (lifecycle/deploy_code.py): it stays with the location too.
+CODE_DIR = "code"
 
 T = TypeVar("T")
 

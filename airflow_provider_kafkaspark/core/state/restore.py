@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_kafkaspark.core.control.folder import (
+    CODE_DIR,
     CONTROL_DIR,
     DEPLOYMENT_FILE,
     ControlFolder,
@@ -141,12 +142,15 @@ def move_aside(location: Location) -> Location:
 
 
 def _carry_deployment(backup: Location, location: Location) -> None:
-    """The deployment's record belongs to the job's location, not to the state moved aside:
-    put it back, byte for byte (its conditional writes compare versions)."""
+    """The deployment's record and the code it keeps belong to the job's location, not to the
+    state moved aside: put them back, byte for byte (the record's conditional writes compare
+    versions; a rollback fetches the stable spec's code from there)."""
+    code = [rel for rel, _size in backup.walk_files(CONTROL_DIR, CODE_DIR)]
     if backup.exists(CONTROL_DIR, DEPLOYMENT_FILE):
-        location.write_atomic(
-            backup.read_text(CONTROL_DIR, DEPLOYMENT_FILE), CONTROL_DIR, DEPLOYMENT_FILE
-        )
+        code.append(f"{CONTROL_DIR}/{DEPLOYMENT_FILE}")
+    for rel in code:
+        with backup.fs.open(backup.path(rel), "rb") as fin:
+            location.write_atomic(fin.read(), rel)
 
 
 def _copy_then_remove(location: Location, backup: Location) -> None:

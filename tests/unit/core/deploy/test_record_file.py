@@ -42,15 +42,21 @@ def test_two_first_deploys_create_it_once(tmp_path: Path) -> None:
         second.write(record())
 
 
-def test_the_record_stays_with_the_location_a_restore_moves_aside(tmp_path: Path) -> None:
+def test_the_record_and_its_code_stay_where_a_restore_moves_the_state_aside(
+    tmp_path: Path,
+) -> None:
     ckpt = tmp_path / "ckpt"
     (ckpt / "offsets").mkdir(parents=True)
     (ckpt / "offsets" / "0").write_text("v1")
     file = DeploymentFile(str(ckpt))
     file.write(record())
+    (ckpt / "_kafkaspark" / "code").mkdir()
+    (ckpt / "_kafkaspark" / "code" / "ab12.zip").write_bytes(b"PK code")
     backup = move_aside(open_location(str(ckpt)))
     assert Path(backup.root, "offsets", "0").exists()
     assert not (ckpt / "offsets").exists()
+    # The kept code too: a rollback fetches the stable spec's code from there.
+    assert (ckpt / "_kafkaspark" / "code" / "ab12.zip").read_bytes() == b"PK code"
     # Byte for byte: the conditional write of the deploy that read it still holds.
     file.write(record(DeploymentStatus.UPGRADING))
     assert DeploymentFile(str(ckpt)).read() == record(DeploymentStatus.UPGRADING)
