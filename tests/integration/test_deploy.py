@@ -4,6 +4,9 @@ back automatically with its code as it was deployed (state on S3)."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,23 @@ from tests.integration.test_exactly_once import WATERMARK_MS, drained, sink_coun
 EVENTS = 4_500
 GOOD = "from airflow_provider_kafkaspark.examples.ip_count import transform  # {tag}\n"
 BAD = "def transform(frame):\n    raise RuntimeError('this release is broken')\n"
+# The example's aggregation keyed by (window, ip, path): the state's key schema changes.
+REKEYED = """
+from pyspark.sql import functions as F
+
+from airflow_provider_kafkaspark.examples.ip_count import EVENT_SCHEMA, WATERMARK
+
+
+def transform(source):
+    events = source.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e"))
+    counted = (
+        events.select("e.ip", "e.path", (F.col("e.ts") / 1000).cast("timestamp").alias("t"))
+        .withWatermark("t", WATERMARK)
+        .groupBy(F.window("t", "5 seconds"), "ip", "path")
+        .count()
+    )
+    return counted.select(F.col("ip").alias("key"), F.col("path").alias("value"))
+"""
 
 Deploy = Callable[..., dict[str, Any]]
 
@@ -89,6 +109,46 @@ def committed(checkpoint: str) -> int:
     return -1 if batch is None else batch
 
 
+class Trickle:
+    """Produces events in small chunks while a deploy runs: the job always has input, so the
+    gap in its commits across the upgrade is the upgrade's downtime."""
+
+    def __init__(self, bootstrap: str, topic: str, events: list[AccessEvent]) -> None:
+        self._args = (bootstrap, topic, events)
+        self._thread = threading.Thread(target=self._produce, daemon=True)
+
+    def _produce(self) -> None:
+        bootstrap, topic, events = self._args
+        for i in range(0, len(events), 50):
+            produce_events(bootstrap, topic, events[i : i + 50])
+            time.sleep(0.8)
+
+    def __enter__(self) -> Trickle:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._thread.join(120)
+
+
+def commit_times(checkpoint: str | Path) -> dict[int, float]:
+    folder = Path(checkpoint) / "commits"
+    return {int(p.name): p.stat().st_mtime for p in folder.iterdir() if p.name.isdigit()}
+
+
+def newest_backup(checkpoint: str) -> Path:
+    path = Path(checkpoint)
+    return max(path.parent.glob(path.name + ".backup-*"))
+
+
+def commit_gap_s(old: dict[int, float], new: dict[int, float], last_old: int, fresh: bool) -> float:
+    """From the old driver's last commit (batch `last_old`) to the new driver's first (local
+    disk: commit files' times; a restore moves the old checkpoint aside with them). `fresh`:
+    the new driver started a checkpoint of its own, numbered from 0."""
+    first_new = min(t for batch, t in new.items() if fresh or batch > last_old)
+    return round(first_new - old[last_old], 1)
+
+
 def stop_when_drained(checkpoint: str, kafka: KafkaFacade, source: str) -> None:
     wait_until(None, "all input read", lambda: drained(kafka, checkpoint, source), 300)
     request_stop(checkpoint, requested_by="test")
@@ -105,7 +165,7 @@ def test_deploy_noop_and_upgrades_with_and_without_a_savepoint_lose_and_repeat_n
     checkpoint = str(tmp_path / "checkpoint")
     deploy = deployer(bootstrap, checkpoint, str(tmp_path / "sp"), source, sink, tmp_path / "w")
     events = list(generate_events(EVENTS, seed=41))
-    parts = [events[i * EVENTS // 3 : (i + 1) * EVENTS // 3] for i in range(3)]
+    parts = [events[i * EVENTS // 4 : (i + 1) * EVENTS // 4] for i in range(4)]
     kafka = KafkaFacade({"bootstrap.servers": bootstrap})
 
     produce_events(bootstrap, source, parts[0])
@@ -115,20 +175,38 @@ def test_deploy_noop_and_upgrades_with_and_without_a_savepoint_lose_and_repeat_n
     assert (again["action"], again["spec_hash"]) == ("noop", first["spec_hash"]), again
     lease = live_lease(checkpoint)
 
-    produce_events(bootstrap, source, parts[1])
     # The same code in another folder is the same spec; edited, it is a new one.
-    upgraded = deploy(code(tmp_path / "v2", GOOD.format(tag="v2")), UpgradeMode.SAVEPOINT)
+    with Trickle(bootstrap, source, parts[1]):
+        upgraded = deploy(code(tmp_path / "v2", GOOD.format(tag="v2")), UpgradeMode.SAVEPOINT)
     assert (upgraded["action"], upgraded["status"]) == ("upgrade", "STABLE"), upgraded
     assert upgraded["spec_hash"] != first["spec_hash"]
     record = upgraded["deployment"]
     assert record["stable_hash"] == upgraded["spec_hash"] and record["stable_savepoint"]
     new_lease = live_lease(checkpoint)
     assert lease is not None and new_lease is not None and new_lease.owner_id != lease.owner_id
+    old = commit_times(newest_backup(checkpoint))
+    gap = commit_gap_s(old, commit_times(checkpoint), max(old), fresh=False)
+    figures = {"savepoint": {**upgraded["timings"], "downtime_s": gap}}
+
+    # New code that keys the state differently: the check refuses it; the old job runs on.
+    batch = committed(checkpoint)
+    with pytest.raises(DeploymentRefusedError, match="cannot continue") as refused:
+        deploy(code(tmp_path / "rekeyed", REKEYED), UpgradeMode.SAVEPOINT)
+    assert "SCHEMA" in str(refused.value) and "was not touched" in str(refused.value)
+    still = live_lease(checkpoint)
+    assert still is not None and still.owner_id == new_lease.owner_id
+    assert deployment_status(checkpoint).status is DeploymentStatus.STABLE  # type: ignore[union-attr]
 
     produce_events(bootstrap, source, parts[2])
-    last = deploy(code(tmp_path / "v3", GOOD.format(tag="v3")), UpgradeMode.LAST_STATE)
+    wait_until(None, "the old job commits on", lambda: committed(checkpoint) > batch, 180)
+    with Trickle(bootstrap, source, parts[3]):
+        last = deploy(code(tmp_path / "v3", GOOD.format(tag="v3")), UpgradeMode.LAST_STATE)
     assert (last["action"], last["status"]) == ("upgrade", "STABLE"), last
     assert last["deployment"]["stable_savepoint"] is None  # last-state takes none
+    times = commit_times(checkpoint)
+    gap = commit_gap_s(times, times, last["since_batch"], fresh=False)
+    figures["last-state"] = {**last["timings"], "downtime_s": gap}
+    print("DEPLOY_FIGURES", json.dumps(figures))
 
     flush_ms = max(e.event_time_ms for e in events) + 60_000
     produce_events(bootstrap, source, [AccessEvent("255.255.255.255", flush_ms, "/flush", 200)])
@@ -139,6 +217,7 @@ def test_deploy_noop_and_upgrades_with_and_without_a_savepoint_lose_and_repeat_n
     assert counts == expected, f"missing {len(set(expected) - set(counts))} windows"
     history = [t["status"] for t in deployment_status(checkpoint).summary()["history"]]  # type: ignore[union-attr]
     assert history[-3:] == ["UPGRADING", "UPGRADING", "STABLE"], history
+    assert "STABLE" in history[-6:-3] and "UPGRADING" in history[-6:-3]  # the refused one
 
 
 def test_a_stateless_upgrade_keeps_kafka_positions_and_starts_state_afresh(
@@ -159,12 +238,17 @@ def test_a_stateless_upgrade_keeps_kafka_positions_and_starts_state_afresh(
         == "STABLE"
     )
     wait_until(None, "first half read", lambda: drained(kafka, checkpoint, source), 300)
-    upgraded = deploy(code(tmp_path / "v2", GOOD.format(tag="v2")), UpgradeMode.STATELESS)
+    with Trickle(bootstrap, source, events[1_500:2_000]):
+        upgraded = deploy(code(tmp_path / "v2", GOOD.format(tag="v2")), UpgradeMode.STATELESS)
     assert (upgraded["action"], upgraded["status"]) == ("upgrade", "STABLE"), upgraded
+    old = commit_times(newest_backup(checkpoint))
+    gap = commit_gap_s(old, commit_times(checkpoint), max(old), fresh=True)
+    figures = {"stateless": {**upgraded["timings"], "downtime_s": gap}}
+    print("DEPLOY_FIGURES", json.dumps(figures))
     backups = list(tmp_path.glob("checkpoint.backup-*"))
     assert backups, "the old state is kept aside, not deleted"
 
-    produce_events(bootstrap, source, events[1_500:])
+    produce_events(bootstrap, source, events[2_000:])
     flush_ms = max(e.event_time_ms for e in events) + 60_000
     produce_events(bootstrap, source, [AccessEvent("255.255.255.255", flush_ms, "/flush", 200)])
     stop_when_drained(checkpoint, kafka, source)
