@@ -4,13 +4,15 @@ bed, with the drivers on YARN:
     hosts:  airflow (PostgreSQL, api-server, scheduler, dag-processor)   triggerer
             worker1, worker2 (Edge workers)   rm, node1 (YARN)   kafka   s3   ops
 
-`kafkaspark_deploy` runs on worker1 (the submit) and waits healthy in the triggerer; the
+`kafkaspark_deploy` runs on worker1 (a deployment: the submit and its health gate); the
 driver's container is killed on its node and YARN restarts it; worker1 then goes away and
-worker2 runs the rest: `kafkaspark_restart_window` (stop with a savepoint, a partition
-added to the source and written to while the job is stopped, restore as a new YARN
-application that reads it, healthy), then a maintenance stop (`kafkaspark_stop`) during
-which a fifth partition is added and written to, `kafkaspark_reconcile` reporting it,
-`kafkaspark_deploy` bringing the job back to read it, and a last `kafkaspark_stop`. The sink
+worker2 runs the rest: `kafkaspark_restart_window` (a deployment upgrade: the compatibility
+check as a YARN application of its own, a stop with a savepoint, a partition added to the
+source and written to while the job is stopped, the restore as a new YARN application that
+reads it, the health gate), then a maintenance stop (`kafkaspark_stop`, waiting in the
+triggerer) during which a fifth partition is added and written to, `kafkaspark_reconcile`
+reporting it, `kafkaspark_deploy` bringing the job back to read it, and a last
+`kafkaspark_stop`. The sink
 is read `read_committed`: 0 duplicates, 0 missing. DAG runs are triggered and read through
 the api-server's REST API from the ops host, as a person would.
 
@@ -170,13 +172,14 @@ def run_story(
     first, during_window, during_maintenance = events[:3_000], events[3_000:4_500], events[4_500:]
     stack.produce("ops", SOURCE, first)
 
-    # Deploy: the submit on worker1, the health sensor deferred to the triggerer host.
+    # Deploy on worker1: nothing runs, so a submit, then the health gate.
     deploy = dag_run("kafkaspark_deploy")
-    assert deploy["tasks"]["submit"]["hostname"] == "worker1"
-    handle = deploy["tasks"]["submit"]["value"]
+    assert deploy["tasks"]["deploy"]["hostname"] == "worker1"
+    deployed = deploy["tasks"]["deploy"]["value"]
+    assert (deployed["action"], deployed["status"]) == ("submit", "STABLE"), deployed
+    handle = deployed["handle"]
     assert handle["mode"] == "yarn" and "pid" not in handle
     app_id = handle["job_ref"]["application_id"]
-    assert trigger_logs("wait_healthy"), "the health sensor's trigger ran on no triggerer host"
 
     # The driver's container dies on its node; YARN, not an Airflow host, starts it again.
     ref_text = json.dumps(handle["job_ref"])
@@ -218,29 +221,27 @@ def run_story(
             watcher.wait(10)
     assert watcher.returncode == 0, err.decode()
     added_ms = json.loads(out.decode().strip().splitlines()[-1])["added_ms"]
-    # The partition was there before the restore began, and the restore's reconcile saw it.
-    assert added_ms < iso_ms(window["restore"]["start_date"])
-    assert "4 partitions" in window["restore"]["value"]["restored"]["reconcile"]
-    assert window["stop_with_savepoint"]["hostname"] == "worker2"
-    assert window["stop_with_savepoint"]["value"]["stopped"]["clean"] is True
-    assert trigger_logs("stop_with_savepoint")  # the stop waited in the triggerer
-    assert window["restore"]["hostname"] == "worker2"
-    restored = window["restore"]["value"]
+    upgrade = window["upgrade"]
+    assert upgrade["hostname"] == "worker2"
+    result = upgrade["value"]
+    assert (result["action"], result["status"]) == ("upgrade", "STABLE"), result
+    # The partition was there before the restore, and the restore's reconcile saw it.
+    restored = result["handle"]
+    assert added_ms < iso_ms(upgrade["end_date"])
+    assert "4 partitions" in restored["restored"]["reconcile"]
     assert restored["job_ref"]["application_id"] != app_id
-    assert (window["stop_unhealthy"]["state"], window["rollback"]["state"]) == ("skipped",) * 2
-    figures["window_stop_s"] = took_s(window["stop_with_savepoint"])
-    figures["window_restore_s"] = took_s(window["restore"])
-    figures["window_healthy_s"] = took_s(window["wait_healthy"])
-    # Stop requested to the restored driver's first batches seen (the sensor's start).
-    window_ms = iso_ms(window["wait_healthy"]["start_date"])
-    figures["window_to_healthy_wait_s"] = round(
-        (window_ms - iso_ms(window["stop_with_savepoint"]["start_date"])) / 1000, 1
-    )
+    assert result["deployment"]["stable_savepoint"]
+    timings = result["timings"]
+    assert timings["compat_check_s"] > 0  # the check ran (on YARN) before the stop
+    for step in ("compat_check", "stop", "savepoint", "submit", "health_gate"):
+        figures[f"window_{step}_s"] = timings[f"{step}_s"]
+    figures["window_run_s"] = took_s(upgrade)
 
     # Maintenance: stopped from worker2, a partition added and written to while the job is
     # down, the reconcile reports it, and the deploy brings the job back to read it.
     stopped = dag_run("kafkaspark_stop")["tasks"]["stop_with_savepoint"]
     assert stopped["hostname"] == "worker2" and stopped["value"]["stopped"]["clean"] is True
+    assert trigger_logs("stop_with_savepoint")  # the stop waited in the triggerer
     restored_ref = json.dumps(restored["job_ref"])
     wait("the application's end", lambda: status(restored_ref)["state"] == "FINISHED", 120)
     stack.python("ops", ADD_PARTITION, bootstrap, SOURCE, "5")
@@ -250,9 +251,10 @@ def run_story(
     plan = reconcile["value"]
     new = [f for f in plan["findings"] if f["kind"] == "NEW_PARTITION"]
     assert [(f["topic"], f["partition"]) for f in new] == [(SOURCE, 4)], plan["findings"]
-    again = dag_run("kafkaspark_deploy")["tasks"]
-    assert again["submit"]["hostname"] == "worker2"
-    assert again["submit"]["value"]["job_ref"]["application_id"] not in (
+    again = dag_run("kafkaspark_deploy")["tasks"]["deploy"]
+    assert again["hostname"] == "worker2" and again["value"]["action"] == "submit"
+    again_ref = again["value"]["handle"]["job_ref"]
+    assert again_ref["application_id"] not in (
         app_id,
         restored["job_ref"]["application_id"],
     )
@@ -269,7 +271,7 @@ def run_story(
     final = dag_run("kafkaspark_stop")["tasks"]["stop_with_savepoint"]
     assert final["hostname"] == "worker2"
     assert final["value"]["stopped"]["clean"] is True and final["value"]["savepoint_id"]
-    last_ref = json.dumps(again["submit"]["value"]["job_ref"])
+    last_ref = json.dumps(again_ref)
     wait("the last application's end", lambda: status(last_ref)["state"] == "FINISHED", 120)
 
     counts, duplicates = sink_windows(stack.read("kafka", SINK, 3))
