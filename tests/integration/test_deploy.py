@@ -37,29 +37,12 @@ from airflow_provider_kafkaspark.lifecycle.observe import live_lease
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.kafka_util import create_topic
 from tests.integration.runtime_util import wait_until
+from tests.integration.test_compat_check import REKEYED
 from tests.integration.test_exactly_once import WATERMARK_MS, drained, sink_counts
 
 EVENTS = 4_500
 GOOD = "from airflow_provider_kafkaspark.examples.ip_count import transform  # {tag}\n"
 BAD = "def transform(frame):\n    raise RuntimeError('this release is broken')\n"
-# The example's aggregation keyed by (window, ip, path): the state's key schema changes.
-REKEYED = """
-from pyspark.sql import functions as F
-
-from airflow_provider_kafkaspark.examples.ip_count import EVENT_SCHEMA, WATERMARK
-
-
-def transform(source):
-    events = source.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e"))
-    counted = (
-        events.select("e.ip", "e.path", (F.col("e.ts") / 1000).cast("timestamp").alias("t"))
-        .withWatermark("t", WATERMARK)
-        .groupBy(F.window("t", "5 seconds"), "ip", "path")
-        .count()
-    )
-    return counted.select(F.col("ip").alias("key"), F.col("path").alias("value"))
-"""
-
 Deploy = Callable[..., dict[str, Any]]
 
 
@@ -102,6 +85,19 @@ def deployer(
         return deploy_job(backend, request)
 
     return deploy
+
+
+def deployment_of(
+    bootstrap: str, base: str, tmp_path: Path, name: str
+) -> tuple[Deploy, str, str, str]:
+    """A deployer for a job of its own: (deploy, checkpoint, source topic, sink topic), its
+    state under `base` (a folder or an S3 URL)."""
+    source, sink = f"{name}_source", f"{name}_sink"
+    create_topic(bootstrap, source, 2)
+    create_topic(bootstrap, sink, 3)
+    checkpoint = f"{base}/checkpoint"
+    deploy = deployer(bootstrap, checkpoint, f"{base}/sp", source, sink, tmp_path / "w")
+    return deploy, checkpoint, source, sink
 
 
 def committed(checkpoint: str) -> int:
@@ -159,11 +155,7 @@ def test_deploy_noop_and_upgrades_with_and_without_a_savepoint_lose_and_repeat_n
     kafka_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
-    source, sink = "deploy_source", "deploy_sink"
-    create_topic(bootstrap, source, 2)
-    create_topic(bootstrap, sink, 3)
-    checkpoint = str(tmp_path / "checkpoint")
-    deploy = deployer(bootstrap, checkpoint, str(tmp_path / "sp"), source, sink, tmp_path / "w")
+    deploy, checkpoint, source, sink = deployment_of(bootstrap, str(tmp_path), tmp_path, "deploy")
     events = list(generate_events(EVENTS, seed=41))
     parts = [events[i * EVENTS // 4 : (i + 1) * EVENTS // 4] for i in range(4)]
     kafka = KafkaFacade({"bootstrap.servers": bootstrap})
@@ -224,11 +216,9 @@ def test_a_stateless_upgrade_keeps_kafka_positions_and_starts_state_afresh(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
-    source, sink = "stateless_source", "stateless_sink"
-    create_topic(bootstrap, source, 2)
-    create_topic(bootstrap, sink, 3)
-    checkpoint = str(tmp_path / "checkpoint")
-    deploy = deployer(bootstrap, checkpoint, str(tmp_path / "sp"), source, sink, tmp_path / "w")
+    deploy, checkpoint, source, sink = deployment_of(
+        bootstrap, str(tmp_path), tmp_path, "stateless"
+    )
     events = list(generate_events(3_000, seed=43))
     kafka = KafkaFacade({"bootstrap.servers": bootstrap})
 
@@ -270,11 +260,7 @@ def test_an_unhealthy_upgrade_rolls_back_to_the_stable_code_on_s3(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path, s3_url: str
 ) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
-    source, sink = "rollback_deploy_source", "rollback_deploy_sink"
-    create_topic(bootstrap, source, 2)
-    create_topic(bootstrap, sink, 3)
-    checkpoint = f"{s3_url}/checkpoint"
-    deploy = deployer(bootstrap, checkpoint, f"{s3_url}/sp", source, sink, tmp_path / "w")
+    deploy, checkpoint, source, _ = deployment_of(bootstrap, s3_url, tmp_path, "rollback_deploy")
     produce_events(bootstrap, source, list(generate_events(1_000, seed=47)))
     folder = tmp_path / "code"
 
