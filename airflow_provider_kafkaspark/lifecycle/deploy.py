@@ -35,7 +35,7 @@ from airflow_provider_kafkaspark.lifecycle.deploy_code import (
     stash,
 )
 from airflow_provider_kafkaspark.lifecycle.health_gate import wait_healthy
-from airflow_provider_kafkaspark.lifecycle.observe import live_lease, starting_driver
+from airflow_provider_kafkaspark.lifecycle.observe import driver_present
 from airflow_provider_kafkaspark.lifecycle.submit import (
     RestoreRequest,
     SubmitRequest,
@@ -210,10 +210,7 @@ def deploy_job(backend: JobBackend, request: DeployRequest) -> dict[str, Any]:
             spark_version=request.given.spark_version,
             restart_nonce=request.restart_nonce,
         )
-        running = (
-            live_lease(spec.checkpoint_location) is not None
-            or starting_driver(spec.checkpoint_location) is not None
-        )
+        running = driver_present(spec.checkpoint_location)
         decision = decide_deploy(
             current,
             desired_hash,

@@ -77,6 +77,19 @@ def still_starting(control: ControlFolder, marker: SubmittedMarker | None) -> bo
     return start_pending(marker, control.read_lease(), control.read_stopped(), now_ms(), gone)
 
 
+def driver_present(checkpoint: str) -> bool:
+    """Whether a driver runs, or will run, on `checkpoint`: a live lease, a start still
+    pending, or a driver its backend still lists without a lease (a cluster manager's restart
+    of it, before the new attempt has taken the lease)."""
+    if live_lease(checkpoint) is not None:
+        return True
+    control = ControlFolder(checkpoint)
+    marker = control.read_submitted()
+    if still_starting(control, marker):
+        return True
+    return driver_alive(marker_ref(marker, checkpoint))
+
+
 def driver_alive(ref: JobRef | None) -> bool:
     """Whether the driver `ref` names is alive, as its backend sees it. A local driver of
     another host cannot be seen from here: not alive here, the lease decides. Errors of the

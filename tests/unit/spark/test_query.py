@@ -30,11 +30,13 @@ class Py4JNetworkError(Exception):
 
 
 Py4JNetworkError.__module__ = "py4j.protocol"
+# What the function is given; a plain object stands for the source DataFrame.
+SOURCE: Any = object()
 
 
 def test_the_authors_exception_names_the_field_and_the_cause() -> None:
     with pytest.raises(InvalidInputError, match="this release is broken") as failed:
-        transformed(SPEC, broken, object())
+        transformed(SPEC, broken, SOURCE)
     assert "'transformation': clicks_job:transform failed" in str(failed.value)
 
 
@@ -43,8 +45,9 @@ def test_a_jvm_failure_stays_a_crash() -> None:
         raise Py4JNetworkError("Answer from Java side is empty")
 
     with pytest.raises(Py4JNetworkError):
-        transformed(SPEC, jvm_gone, object())
+        transformed(SPEC, jvm_gone, SOURCE)
 
 
 def test_a_working_function_returns_its_plan() -> None:
-    assert transformed(SPEC, lambda source: ("plan", source), "src") == ("plan", "src")
+    plan: Any = ("plan",)
+    assert transformed(SPEC, lambda source: plan, SOURCE) is plan
