@@ -37,5 +37,6 @@ with DAG(
         savepoint_root=settings.savepoints,
         restart_nonce="{{ run_id }}",
         warm_handover=settings.warm_handover,
+        compat_check=None if settings.compat_check else False,
         **settings.submit_arguments(),
     )

@@ -27,6 +27,9 @@ local stack (`make demo`), in tests, and on a real deployment.
                             the transformation (`module:function`) and the folders holding it
                             that the restart window upgrades the job to; default: none, the
                             window restarts the same job (its rollback restores this one)
+    KAFKASPARK_COMPAT_CHECK the restart window's compatibility check before the stop
+                            (default true; "false" lets an upgrade that the check would
+                            refuse reach the health gate and its rollback)
     Airflow connection `kafka_default` (type `kafka`, extra {"bootstrap.servers": ...})
 
 Pure Python: DAG files import this at parse time.
@@ -66,6 +69,8 @@ class ExampleSettings:
     savepoint_max_age_s: float | None = None
     # The restart window hands over to a warm standby driver (two drivers for a while).
     warm_handover: bool = True
+    # The restart window checks the new spec against a copy of the running state first.
+    compat_check: bool = True
 
     @property
     def checkpoint(self) -> str:
@@ -134,6 +139,7 @@ def example_settings() -> ExampleSettings:
         restart_window_schedule=_schedule("KAFKASPARK_RESTART_WINDOW_SCHEDULE", "0 3 * * *"),
         reconcile_schedule=_schedule("KAFKASPARK_RECONCILE_SCHEDULE", "*/5 * * * *"),
         warm_handover=_flag("KAFKASPARK_WARM_HANDOVER", default=True),
+        compat_check=_flag("KAFKASPARK_COMPAT_CHECK", default=True),
         periodic_savepoint_schedule=_schedule("KAFKASPARK_PERIODIC_SAVEPOINT_SCHEDULE", "@hourly"),
         savepoint_max_count=_number("KAFKASPARK_SAVEPOINT_MAX_COUNT", int, 24),
         savepoint_max_age_s=_hours_to_s(_number("KAFKASPARK_SAVEPOINT_MAX_AGE_HOURS", float, None)),

@@ -128,42 +128,42 @@ def test_a_driver_killed_with_no_restart_budget_fails_the_sensor_at_once(
     assert took < 180
 
 
-def test_restart_window_rolls_back_an_upgrade_that_is_not_healthy(
+def test_restart_window_refuses_an_incompatible_upgrade_and_rolls_back_an_unhealthy_one(
     env: dict[str, str], kafka_cluster: LocalKafkaCluster
 ) -> None:
     examples = {**env, "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags")}
     deploy = dags_test(examples, "kafkaspark_deploy")
-    assert task_runs(examples, "kafkaspark_deploy")["wait_healthy"][0] == "success", deploy[-4000:]
+    assert task_runs(examples, "kafkaspark_deploy")["deploy"][0] == "success", deploy[-4000:]
+    checkpoint = f"{env['KAFKASPARK_HOME']}/{JOB}/checkpoint"
+    running = live_lease(checkpoint)
+    assert running is not None
     upgrade = {
         **examples,
         "KAFKASPARK_UPGRADE_TRANSFORMATION": "broken_upgrade:transform",
         "KAFKASPARK_UPGRADE_PYTHON_PATH": str(TEST_DAGS / "user_code"),
     }
+    # The compatibility check runs the new code on a copy first: refused, job untouched.
     output = dags_test(upgrade, "kafkaspark_restart_window")
-    states = {k: v[0] for k, v in task_runs(upgrade, "kafkaspark_restart_window").items()}
-    assert states == {
-        "start_standby": "success",
-        "stop_with_savepoint": "success",
-        "restore": "success",
-        "wait_healthy": "failed",
-        "stop_unhealthy": "success",
-        "rollback": "success",
-    }, output[-6000:]
+    assert task_runs(upgrade, "kafkaspark_restart_window")["upgrade"][0] == "failed"
     assert "No module named 'kafkaspark_no_such_dependency'" in output
-    # The rolled-back job (the previous code, from the window's savepoint) runs and commits.
-    checkpoint = f"{env['KAFKASPARK_HOME']}/{JOB}/checkpoint"
+    assert "the running job was not touched" in output, output[-6000:]
+    still = live_lease(checkpoint)
+    assert still is not None and still.owner_id == running.owner_id
+
+    # Without the check, the upgrade reaches the health gate and is rolled back.
+    output = dags_test({**upgrade, "KAFKASPARK_COMPAT_CHECK": "false"}, "kafkaspark_restart_window")
+    assert task_runs(upgrade, "kafkaspark_restart_window")["upgrade"][0] == "failed"
+    assert "No module named 'kafkaspark_no_such_dependency'" in output
+    assert "rolled back to" in output, output[-6000:]
     with sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db") as db:
-        values = {
-            task: json.loads(value.decode() if isinstance(value, bytes) else value)
-            for task, value in db.execute(
-                "SELECT task_id, value FROM xcom WHERE dag_id = 'kafkaspark_restart_window' "
-                "AND key = 'return_value'"
-            )
-        }
-    assert (
-        values["rollback"]["restored"]["savepoint_id"]
-        == values["stop_with_savepoint"]["savepoint_id"]
-    )
+        found = db.execute(
+            "SELECT value FROM xcom WHERE dag_id = 'kafkaspark_deploy' AND key = 'return_value'"
+        ).fetchone()
+    deployed = json.loads(found[0].decode() if isinstance(found[0], bytes) else found[0])
+    record = json.loads(Path(checkpoint, "_kafkaspark", "deployment.json").read_text())
+    # The rolled-back job runs the spec the deploy made stable, and commits new batches.
+    assert record["status"] == "ROLLED_BACK"
+    assert record["stable"]["spec_hash"] == deployed["spec_hash"]
     before = latest_committed(checkpoint)
     more = generate_events(500, seed=12, start_ms=1_700_000_600_000)
     produce_events(kafka_cluster.bootstrap_servers, SOURCE, list(more))

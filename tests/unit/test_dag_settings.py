@@ -75,3 +75,10 @@ def test_periodic_savepoints_hourly_keeping_24_unless_told(
     monkeypatch.setenv("KAFKASPARK_SAVEPOINT_MAX_COUNT", "0")
     with pytest.raises(InvalidInputError, match="KAFKASPARK_SAVEPOINT_MAX_COUNT"):
         example_settings()
+
+
+def test_the_compatibility_check_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKASPARK_COMPAT_CHECK", raising=False)
+    assert example_settings().compat_check is True
+    monkeypatch.setenv("KAFKASPARK_COMPAT_CHECK", "false")
+    assert example_settings().compat_check is False
