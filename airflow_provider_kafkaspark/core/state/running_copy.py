@@ -36,12 +36,18 @@ def log_batch(name: str) -> int | None:
     return int(core) if core.isdigit() else None
 
 
+def is_temporary(name: str) -> bool:
+    """A file Spark is writing, renamed into place when done: `.15.delta.<uuid>.TID58.tmp`,
+    and its checksum `..15.delta.<uuid>.TID58.tmp.crc`. It vanishes under a copy."""
+    return name.removesuffix(".crc").endswith(".tmp")
+
+
 def wanted_as_of(rel: str, batch: int) -> bool:
     """Whether the checkpoint file `rel` (relative to the root) belongs in a copy as of
     committed batch `batch`: no log entry after it, no state version after `batch + 1`, no
     temporary file, nothing of the control folder."""
     name = posixpath.basename(rel)
-    if name.endswith(".tmp") or rel.startswith(CONTROL_DIR + "/"):
+    if is_temporary(name) or rel.startswith(CONTROL_DIR + "/"):
         return False
     folder = rel.split("/", 1)[0]
     if folder in (OFFSETS_DIR, COMMITS_DIR):

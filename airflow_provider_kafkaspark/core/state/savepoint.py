@@ -40,6 +40,7 @@ from airflow_provider_kafkaspark.core.state.checkpoint import (
     CheckpointReader,
     state_file_version,
 )
+from airflow_provider_kafkaspark.core.state.running_copy import is_temporary
 from airflow_provider_kafkaspark.core.storage.location import Location, open_location
 from airflow_provider_kafkaspark.errors import (
     CheckpointError,
@@ -298,7 +299,7 @@ def checkpoint_files(reader: CheckpointReader, position: CheckpointPosition) -> 
     for folder in (OFFSETS_DIR, COMMITS_DIR, SOURCES_DIR, STATE_DIR):
         for rel, _size in loc.walk_files(folder):
             name = posixpath.basename(rel)
-            if name.endswith(".tmp") or rel.startswith(CONTROL_DIR + "/"):
+            if is_temporary(name) or rel.startswith(CONTROL_DIR + "/"):
                 continue
             if folder == STATE_DIR:
                 version = state_file_version(name.removeprefix(".").removesuffix(".crc"))

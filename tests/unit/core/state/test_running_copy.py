@@ -49,6 +49,10 @@ def test_a_copy_as_of_a_batch_leaves_out_what_later_batches_wrote() -> None:
     assert wanted_as_of("sources/0/0", 2)
     assert not wanted_as_of("_kafkaspark/lease.json", 2)
     assert not wanted_as_of("offsets/.3.tmp", 2)
+    # Files Spark is writing, and their checksums: renamed away under the copy.
+    assert not wanted_as_of("state/0/0/.2.delta.b2d20f43.TID58.tmp", 2)
+    assert not wanted_as_of("state/0/0/..2.delta.b2d20f43.TID58.tmp.crc", 2)
+    assert not wanted_as_of("commits/..2.0b1c.tmp.crc", 2)
 
 
 def test_only_files_older_than_the_batch_may_vanish_under_the_copy() -> None:
