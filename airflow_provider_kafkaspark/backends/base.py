@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+from airflow_provider_kafkaspark.core.spec.secret_env import split_secrets
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,14 @@ class SubmitOptions:
     submitted_by: str = "kafkaspark"
     restart_policy: RestartPolicy | None = None
     env: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+def shippable(spec: JobSpec, env: dict[str, str]) -> tuple[JobSpec, dict[str, str]]:
+    """The spec a backend writes or ships, without its secrets, and the variables its driver
+    gets through the backend's channel for secrets: `env` and the spec's secrets
+    (`core/spec/secret_env.py`)."""
+    shipped, secrets = split_secrets(spec)
+    return shipped, {**env, **secrets}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.backends.base import JobStatus, SubmitOptions, Submitted
+from airflow_provider_kafkaspark.backends.base import (
+    JobStatus,
+    SubmitOptions,
+    Submitted,
+    shippable,
+)
 from airflow_provider_kafkaspark.core.cluster import kubernetes_job as manifest
 from airflow_provider_kafkaspark.core.cluster.job_ref import (
     JobRef,
@@ -164,6 +169,10 @@ class KubernetesBackend:
                 f"another account in {manifest.SERVICE_ACCOUNT_KEY!r}"
             ) from exc
         name = manifest.resource_name(spec.job_name, secrets.token_hex(4))
+        # The Secret below holds the spec too: its secrets go apart all the same, as variables
+        # the driver pod gets by name (and the spec means the same on every backend). Executors
+        # get only the storage credentials: the Kafka settings reach them from the driver.
+        spec, env = shippable(spec, options.env)
         code, shipped_spec = self._job_files(spec, settings, name, sorted(options.env))
         job = self._call(
             f"creating Job {name} in {where}",
@@ -174,7 +183,7 @@ class KubernetesBackend:
                 job_name=spec.job_name,
                 checkpoint=spec.checkpoint_location,
                 shipped=list(code),
-                env_names=sorted(options.env),
+                env_names=sorted(env),
                 settings=settings,
                 policy=options.restart_policy,
             ),
@@ -196,7 +205,7 @@ class KubernetesBackend:
                 settings.namespace,
                 _owned(name, settings.namespace, owner, binaryData=code),
             )
-            secret = {manifest.SPEC_KEY: shipped_spec.to_json(), **options.env}
+            secret = {manifest.SPEC_KEY: shipped_spec.to_json(), **env}
             self._call(
                 f"creating Secret {name} in {where}",
                 core.create_namespaced_secret,

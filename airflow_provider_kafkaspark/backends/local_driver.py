@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from airflow_provider_kafkaspark.backends.base import BatchResult
+from airflow_provider_kafkaspark.backends.base import BatchResult, shippable
 from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.control.lease import now_ms
@@ -47,12 +47,12 @@ def spec_file_path(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:
 
 
 def write_spec_file(spec: JobSpec, workdir: str | os.PathLike[str]) -> Path:
-    """The spec as a file only its owner can read (it may hold client secrets)."""
+    """The spec as a file only its owner can read (secrets are not in it: `shippable`)."""
     return write_private(spec_file_path(spec, workdir), spec.to_json())
 
 
 # Airflow's connections and variables given as environment variables hold secrets (a
-# connection's password): the driver gets what it needs in its spec file, not these.
+# connection's password): the driver gets the ones its job needs, not these.
 _SECRET_ENV_PREFIXES = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
 
 
@@ -67,6 +67,7 @@ def run_batch_driver(
 ) -> BatchResult:
     """Run `python -m module --spec FILE --master MASTER ARGS...` on this host to its end,
     with the driver's interpreter and environment, its spec in a private temporary file."""
+    spec, secrets = shippable(spec, {})
     with tempfile.TemporaryDirectory(prefix="kafkaspark-batch-") as tmp:
         spec_file = write_spec_file(spec, tmp)
         python = driver_python(spec.spark_conf)
@@ -76,7 +77,7 @@ def run_batch_driver(
             text=True,
             timeout=timeout_s,
             check=False,
-            env={**driver_environment(), **python_env(master, python)},
+            env={**driver_environment(), **python_env(master, python), **secrets},
         )
     return BatchResult(proc.returncode, proc.stdout, proc.stderr)
 
@@ -90,9 +91,9 @@ def start_local_job(
     restart_policy: RestartPolicy | None = None,
     ref_type: type[LocalJobRef] = LocalJobRef,
 ) -> LocalJobRef:
-    """Write the spec (it may hold client secrets: mode 0600) and start the runner in a new
-    session, so it outlives the caller and can be signalled as a group. With a restart
-    policy, a supervisor process starts (and restarts) the runner.
+    """Write the spec (mode 0600, its secrets left out for the driver's environment) and start
+    the runner in a new session, so it outlives the caller and can be signalled as a group.
+    With a restart policy, a supervisor process starts (and restarts) the runner.
 
     The driver runs in a folder of its own next to its log, not in the caller's (an Airflow
     worker's) working folder; relative local paths in the spec are made absolute first. The
@@ -110,9 +111,10 @@ def start_local_job(
     work_dir = spec_file.with_name(spec_file.name.replace(".spec.json", ".work"))
     work_dir.mkdir(exist_ok=True)
     spec, _ = ship_python_path(spec, work_dir)
+    spec, env = shippable(spec, env or {})
     write_private(spec_file, spec.to_json())
     python = driver_python(spec.spark_conf)
-    child_env = {**driver_environment(), **python_env(master, python), **(env or {})}
+    child_env = {**driver_environment(), **python_env(master, python), **env}
     python_path = driver_python_path(
         spec, _absolute_entries(child_env.get("PYTHONPATH"), caller_dir), str(work_dir)
     )

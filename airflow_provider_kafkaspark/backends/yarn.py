@@ -5,11 +5,15 @@ application id; status and kill go to the ResourceManager's REST API, so any hos
 reaches it can observe or kill the job, and no pid is involved. Driver restarts are YARN's
 own (`spark.yarn.maxAppAttempts` within `spark.yarn.am.attemptFailuresValidityInterval`).
 
-What travels with each submit: the job spec (`--files`), the provider's code as a zip
-(`--py-files`), the job's `python_path` entries (folders zipped, archives copied, each under
-the name the spec then gives the driver; `--py-files` too), and the connector jars given in
-`jars`. The nodes need a Python with the driver's dependencies (pyspark, confluent-kafka,
-s3fs) named by `spark.pyspark.python`, usually in the cluster's spark-defaults.conf.
+What travels with each submit: the job spec (`--files`, its secrets left out), the provider's
+code as a zip (`--py-files`), the job's `python_path` entries (folders zipped, archives copied,
+each under the name the spec then gives the driver; `--py-files` too), and the connector jars
+given in `jars`. The secrets (the spec's, the storage credentials) go as secret keys of the
+Hadoop credentials spark-submit hands the ResourceManager with the launch context, as
+delegation tokens do (`core/cluster/hadoop_credentials.py`): not in the staging folder, the
+conf archive, a command line or the container's launch script. The nodes need a Python with the
+driver's dependencies (pyspark, confluent-kafka, s3fs) named by `spark.pyspark.python`, usually
+in the cluster's spark-defaults.conf.
 """
 
 from __future__ import annotations
@@ -19,13 +23,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.backends.base import JobStatus, SubmitOptions, Submitted
+from airflow_provider_kafkaspark.backends.base import (
+    JobStatus,
+    SubmitOptions,
+    Submitted,
+    shippable,
+)
 from airflow_provider_kafkaspark.core.cluster import yarn_rest
+from airflow_provider_kafkaspark.core.cluster.hadoop_credentials import encode_secret_keys
 from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef, YarnJobRef, require_backend
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.storage.private_file import write_private
 from airflow_provider_kafkaspark.errors import ClusterUnavailableError, InvalidInputError
+from airflow_provider_kafkaspark.spark.secrets import ALIAS_PREFIX
 
 RM_ADDRESS_EXTRA = "yarn_resourcemanager_webapp_address"
 
@@ -42,13 +53,21 @@ def restart_conf(policy: RestartPolicy | None) -> dict[str, str]:
     }
 
 
-def environment_conf(env: dict[str, str]) -> dict[str, str]:
-    """Variables for the driver (the application master) and the executors."""
-    conf: dict[str, str] = {}
-    for key, value in env.items():
-        conf[f"spark.yarn.appMasterEnv.{key}"] = value
-        conf[f"spark.executorEnv.{key}"] = value
-    return conf
+def credentials_file(folder: Path, env: dict[str, str]) -> Path:
+    """The variables as a Hadoop token storage file only this user reads, for spark-submit's
+    login to take into the credentials it hands the ResourceManager."""
+    keys = {ALIAS_PREFIX + name: value.encode() for name, value in env.items()}
+    return write_private(folder / "credentials.hdts", encode_secret_keys(keys))
+
+
+def submit_environment(token_file: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """spark-submit's environment: Hadoop's login also reads the token files named by the
+    `hadoop.token.files` property, next to any `HADOOP_TOKEN_FILE_LOCATION` of the caller's
+    (a kerberized client's delegation tokens), which stays as it is."""
+    source = dict(os.environ if environ is None else environ)
+    options = source.get("SPARK_SUBMIT_OPTS", "")
+    source["SPARK_SUBMIT_OPTS"] = f"{options} -Dhadoop.token.files={token_file}".strip()
+    return source
 
 
 def spark_defaults_text(environ: dict[str, str] | None = None) -> str:
@@ -113,6 +132,7 @@ class YarnBackend:
             # YARN localizes each --py-files file into the containers' working folder under
             # its own name, which is what the shipped spec names.
             spec, shipped = ship_python_path(spec, folder)
+            spec, env = shippable(spec, options.env)
             spec_file = write_private(folder / f"{spec.job_name}.spec.json", spec.to_json())
             archives = [str(package_zip(folder)), *map(str, shipped)]
             archives += [p for p in spec.python_path if not is_local(p)]
@@ -122,15 +142,9 @@ class YarnBackend:
                 **self.conf,
                 **spec.spark_conf,
             }
-            # Credentials go in a properties file only this user reads, not on the command
-            # line (where `ps` shows them); a properties file replaces the client's
-            # spark-defaults.conf, so that comes first in it.
-            properties = write_private(
-                folder / "spark-submit.conf",
-                spark_defaults_text()
-                + "\n"
-                + "".join(f"{k} {v}\n" for k, v in environment_conf(options.env).items()),
-            )
+            # A properties file replaces the client's spark-defaults.conf: that goes in it.
+            properties = write_private(folder / "spark-submit.conf", spark_defaults_text())
+            token_file = credentials_file(folder, env)
             hook = SparkSubmitHook(
                 conn_id=str(self.spark_conn_id),
                 conf=conf,
@@ -142,7 +156,7 @@ class YarnBackend:
                 deploy_mode="cluster",
                 properties_file=str(properties),
             )
-            hook.submit(str(Path(runner.__file__).resolve()))
+            hook.submit(str(Path(runner.__file__).resolve()), env=submit_environment(token_file))
             # The hook reads the id from spark-submit's output and keeps it privately.
             app_id = getattr(hook, "_yarn_application_id", None)
         if not app_id:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
+from airflow_provider_kafkaspark.core.kafka.security import check
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -176,6 +177,7 @@ def _kafka_client_config(kafka_conn_id: str) -> dict[str, Any]:
     admin calls, probes, reconciliation)."""
     config = _connection_extra(kafka_conn_id)
     servers = _servers(kafka_conn_id, config)
+    check(config, f"Kafka connection {kafka_conn_id!r}")
     _resolve_callbacks(kafka_conn_id, config)
     _add_managed_token_callback(kafka_conn_id, config, servers)
     return config

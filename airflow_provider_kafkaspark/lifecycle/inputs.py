@@ -32,10 +32,25 @@ def job_spec_of(value: dict[str, Any] | str, where: str = "job_spec") -> JobSpec
     return JobSpec.from_dict(value)
 
 
-def with_connection(spec: JobSpec, servers: str, kafka_config: dict[str, str]) -> JobSpec:
-    """The spec with the connection's servers and client settings (the connection wins)."""
+def with_connection(
+    spec: JobSpec,
+    servers: str,
+    kafka_config: dict[str, str],
+    where: str = "Kafka connection",
+) -> JobSpec:
+    """The spec with the connection's servers and client settings (the connection wins),
+    checked to fit together, with certificate and key files read here: the driver runs on
+    another host (`core/kafka/security.py`)."""
+    from pathlib import Path
+
+    from airflow_provider_kafkaspark.core.kafka.security import check, portable
+
+    check(kafka_config, where)
+    config = portable(kafka_config, lambda path: Path(path).read_text(), where)
     source = dataclasses.replace(spec.source, bootstrap_servers=servers)
-    return dataclasses.replace(spec, source=source, kafka_config={**kafka_config})
+    return dataclasses.replace(
+        spec, source=source, kafka_config={k: str(v) for k, v in config.items()}
+    )
 
 
 def live_first(servers: str, dead: list[str]) -> str:

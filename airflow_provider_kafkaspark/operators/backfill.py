@@ -62,7 +62,9 @@ class KafkaBackfillOperator(BaseOperator):
         given = job_spec_of(self.job_spec)
         hook = KafkaSparkHook(self.kafka_conn_id)
         servers, spec_config = hook.kafka_spec_config()
-        spec = with_connection(given, servers, spec_config)
+        spec = with_connection(
+            given, servers, spec_config, f"Kafka connection {self.kafka_conn_id!r}"
+        )
         result = run_backfill(
             spec,
             kafka_config=hook.kafka_client_config(),

@@ -175,7 +175,14 @@ class SubmitStreamingJobOperator(BaseOperator):
             restart_policy=policy,
             env=hook.driver_env(),
         )
-        return given, with_connection(given, servers, spec_config), backend, options
+        return (
+            given,
+            with_connection(
+                given, servers, spec_config, f"Kafka connection {self.kafka_conn_id!r}"
+            ),
+            backend,
+            options,
+        )
 
     def _submit(self, hook: KafkaSparkHook) -> dict[str, Any]:
         from airflow_provider_kafkaspark.errors import InvalidArgumentError

@@ -23,8 +23,8 @@ if __package__ in (None, ""):
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.spark.secrets import load_job_spec
 
 log = logging.getLogger("kafkaspark.backfill")
 EXIT_BAD_INPUT = 4
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
-        spec = JobSpec.load(args.spec)
+        spec = load_job_spec(args.spec)
         source = dataclasses.replace(
             spec.source,
             starting_offsets=args.starting_offsets,

@@ -5,11 +5,13 @@ folder, lease, savepoints) reads it through fsspec's s3fs, which takes both sche
 reads it through Hadoop's S3A file system, which serves `s3a://` only, so the driver hands
 Spark the `s3a://` form of the same location.
 
-Credentials are never written into the spec or the Spark conf: the driver inherits the
-standard AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`),
-which S3A's default credential chain and s3fs both read. Only the endpoint and the region,
-which are not secret, are copied from the environment into S3A's settings, because S3A does
-not read `AWS_ENDPOINT_URL` itself.
+Credentials are never written into the spec or a conf file: the driver gets the standard AWS
+variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), which S3A's
+default credential chain and s3fs both read. A driver whose JVM started before its Python
+(YARN's application master) has them from its container's credentials, after its JVM started:
+that JVM is handed them as S3A settings in memory (`s3a_credentials_conf`). The endpoint and
+the region, which are not secret, are copied into S3A's settings in any case: S3A does not
+read `AWS_ENDPOINT_URL` itself.
 """
 
 from __future__ import annotations
@@ -59,4 +61,17 @@ def s3a_conf(environ: Mapping[str, str], urls: Iterable[str | None]) -> dict[str
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
     if region:
         conf["spark.hadoop.fs.s3a.endpoint.region"] = region
+    return conf
+
+
+def s3a_credentials_conf(environ: Mapping[str, str]) -> dict[str, str]:
+    """The AWS variables as S3A settings (its default chain reads these before the
+    environment), for a JVM that did not inherit this process's environment; none without a
+    key. Spark redacts these names in its UI and logs."""
+    key, secret = environ.get("AWS_ACCESS_KEY_ID"), environ.get("AWS_SECRET_ACCESS_KEY")
+    if not key or not secret:
+        return {}
+    conf = {"spark.hadoop.fs.s3a.access.key": key, "spark.hadoop.fs.s3a.secret.key": secret}
+    if environ.get("AWS_SESSION_TOKEN"):
+        conf["spark.hadoop.fs.s3a.session.token"] = environ["AWS_SESSION_TOKEN"]
     return conf

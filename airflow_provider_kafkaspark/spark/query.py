@@ -12,8 +12,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_kafkaspark.core.kafka.security import java_client_options
 from airflow_provider_kafkaspark.core.spec.job_code import check_topics_exist
-from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, java_client_options
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.spark.object_storage import spark_url
 

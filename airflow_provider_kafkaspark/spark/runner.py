@@ -40,8 +40,9 @@ from airflow_provider_kafkaspark.spark.final_exit import (
     final_on_yarn,
     yarn_application,
 )
-from airflow_provider_kafkaspark.spark.object_storage import on_s3, s3a_conf
+from airflow_provider_kafkaspark.spark.object_storage import on_s3, s3a_conf, s3a_credentials_conf
 from airflow_provider_kafkaspark.spark.query import add_python_path, start_query
+from airflow_provider_kafkaspark.spark.secrets import load_job_spec
 from airflow_provider_kafkaspark.spark.spark_release import (
     check_checkpoint_release,
     check_spark_release,
@@ -71,7 +72,9 @@ def build_session(spec: JobSpec, master: str | None) -> SparkSession:
     from airflow_provider_kafkaspark.spark.session import SESSION_DEFAULTS
 
     # spark-submit's master (a cluster): the settings every driver gets, none of local mode's.
+    # Its JVM started before this process read its credentials (secrets.load_job_spec).
     builder = SparkSession.builder.appName(spec.job_name)
+    conf = {**s3a_credentials_conf(os.environ), **conf} if any(map(on_s3, locations)) else conf
     for key, value in {**SESSION_DEFAULTS, **conf}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
@@ -157,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (or the reliability harness) needs when a driver stalls without a word.
     signal.signal(signal.SIGUSR1, dump_thread_stacks)
     try:
-        spec = JobSpec.load(args.spec)
+        spec = load_job_spec(args.spec)
         log.info("job %s: Spark %s", spec.job_name, check_spark_release(spec))
     except InvalidInputError as exc:
         log.error("%s", exc)

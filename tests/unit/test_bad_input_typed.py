@@ -13,12 +13,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_kafkaspark.backends.local_driver import driver_environment
-from airflow_provider_kafkaspark.core.spec.jobspec import (
-    JobSpec,
-    JobSpecError,
-    java_client_options,
-    redact_config,
-)
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, JobSpecError
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
 from airflow_provider_kafkaspark.operators.backfill import KafkaBackfillOperator
@@ -95,59 +90,6 @@ def test_nan_read_from_json_text_is_refused() -> None:
     assert "NaN" in text
     with pytest.raises(JobSpecError, match="'lease_ttl_s'"):
         JobSpec.from_json(text)
-
-
-# -- the Java client options of Spark's Kafka source and sink --------------------------------
-
-
-def test_sasl_connection_settings_become_java_settings() -> None:
-    config = {
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanisms": "PLAIN",
-        "sasl.username": "user",
-        "sasl.password": 'pa"ss\\word',
-        "ssl.ca.location": "/ca.pem",
-        "client.id": "me",
-    }
-    options = java_client_options(config)
-    assert options["kafka.security.protocol"] == "SASL_PLAINTEXT"
-    assert options["kafka.sasl.mechanism"] == "PLAIN"
-    assert options["kafka.client.id"] == "me"
-    assert options["kafka.sasl.jaas.config"] == (
-        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        'username="user" password="pa\\"ss\\\\word";'
-    )
-    for librdkafka_only in ("sasl.username", "sasl.password", "sasl.mechanisms", "ssl.ca.location"):
-        assert f"kafka.{librdkafka_only}" not in options
-
-
-def test_scram_and_a_written_jaas_line() -> None:
-    scram = java_client_options(
-        {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p"}
-    )
-    assert scram["kafka.sasl.mechanism"] == "SCRAM-SHA-512"
-    assert scram["kafka.sasl.jaas.config"].startswith(
-        "org.apache.kafka.common.security.scram.ScramLoginModule required "
-    )
-    # A JAAS line the spec or the connection already has wins.
-    creds = {"sasl.mechanisms": "PLAIN", "sasl.username": "u", "sasl.password": "p"}
-    given = java_client_options(creds, {"kafka.sasl.jaas.config": JAAS})
-    assert "kafka.sasl.jaas.config" not in given
-    own = java_client_options({**creds, "sasl.jaas.config": JAAS})
-    assert own["kafka.sasl.jaas.config"] == JAAS
-    # No mechanism a JAAS line can be built for: none is made up.
-    assert "kafka.sasl.jaas.config" not in java_client_options(
-        {"sasl.mechanisms": "GSSAPI", "sasl.username": "u", "sasl.password": "p"}
-    )
-
-
-def test_jaas_lines_are_redacted_for_logs() -> None:
-    options = java_client_options(
-        {"sasl.mechanisms": "PLAIN", "sasl.username": "u", "sasl.password": SECRET}
-    )
-    shown = json.dumps(redact_config(options))
-    assert SECRET not in shown
-    assert SECRET not in json.dumps(redact_config({"sasl.jaas.config": JAAS}))
 
 
 # -- connections ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_kafkaspark.core.kafka.security import is_secret_key
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaAuthenticationError
 
 if TYPE_CHECKING:
@@ -33,9 +34,6 @@ DEFAULT_PORT = 9092
 FUTURE_GRACE_S = 2.0
 # A retry or a probe whose budget is nearly spent still gets this long for its request.
 MIN_REQUEST_S = 0.5
-# Config keys whose values must never reach a message: the redaction below is a second line
-# of defence behind composing messages from error codes and key names only.
-_SECRET_KEY = re.compile(r"password|secret|token|credential|jaas|oauthbearer\.config|\.pem$")
 _PROTOCOL_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*://")
 
 
@@ -94,7 +92,7 @@ def _int_or(value: object, default: int) -> int:
 
 def secret_values(config: Mapping[str, Any]) -> list[str]:
     return sorted(
-        {str(v) for k, v in config.items() if _SECRET_KEY.search(k) and len(str(v)) >= 3},
+        {str(v) for k, v in config.items() if is_secret_key(str(k)) and len(str(v)) >= 3},
         key=len,
         reverse=True,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from airflow_provider_kafkaspark.core.kafka.offsets import parse_kafka_offsets
+from airflow_provider_kafkaspark.core.kafka.security import redact
 from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.versions import spark_line
 
@@ -28,8 +29,8 @@ OUTPUT_MODES = ("append", "update", "complete")
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _INTERVAL = re.compile(r"^\d+(\.\d+)?\s*(ms|milliseconds?|s|seconds?|m|minutes?)$")
-_SECRET_KEY = re.compile(r"password|secret|token|credential|jaas|oauthbearer\.config|\.pem$", re.I)
 REDACTED = "***"
+_SECRET_VARIABLE = re.compile(r"^KAFKASPARK_SECRET_[A-Z0-9_]+$")
 
 # Chosen on purpose (docs/design.md, "Dead bootstrap entries"): the Kafka client defaults,
 # 30 s per request and 60 s per API call, let a dead bootstrap entry stall every metadata
@@ -228,6 +229,10 @@ class JobSpec:
     # the driver runs one micro-batch on a copy of the checkpoint into Spark's `noop` sink,
     # commits no lag offsets, and reports any failure of it as a bad job.
     compat_check: bool = False
+    # Set by a submit (`core/spec/secret_env.py`), never by hand: which settings a shipped spec
+    # leaves out because they are secrets (`kafka_config.sasl.password` -> the variable that
+    # carries it to the driver).
+    secret_env: dict[str, str] = field(default_factory=dict)
 
     def validate(self) -> JobSpec:
         if not valid_job_name(self.job_name):
@@ -271,6 +276,9 @@ class JobSpec:
             raise _fail("standby_timeout_s", "must be positive")
         if self.compat_check and self.standby_token is not None:
             raise _fail("compat_check", "a compatibility check runs no standby")
+        for place, variable in self.secret_env.items():
+            if not isinstance(variable, str) or not _SECRET_VARIABLE.match(variable):
+                raise _fail(f"secret_env.{place}", "must name a KAFKASPARK_SECRET_ variable")
         return self
 
     @property
@@ -375,68 +383,8 @@ class JobSpec:
         return cls.from_json(text, where=str(path))
 
 
-# librdkafka settings (the `kafka` connection's extra) the Java client of Spark's Kafka
-# source and sink does not know: translated by `java_client_options`, never passed as is.
-_LIBRDKAFKA_ONLY = frozenset(
-    {
-        "sasl.username",
-        "sasl.password",
-        "sasl.mechanisms",
-        "ssl.ca.location",
-        "ssl.certificate.location",
-        "ssl.key.location",
-        "enable.ssl.certificate.verification",
-        "api.version.request",
-        "broker.version.fallback",
-        "socket.keepalive.enable",
-    }
-)
-_JAAS_MODULES = {
-    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
-    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
-    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
-}
-
-
-def _jaas_quote(value: str) -> str:
-    """A JAAS option value: double-quoted, with backslashes and quotes escaped."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def java_client_options(
-    kafka_config: dict[str, str], given: dict[str, str] | None = None
-) -> dict[str, str]:
-    """The `kafka.`-prefixed options of Spark's Kafka source or sink (a Java client) for a
-    librdkafka client config (a `kafka` connection's extra).
-
-    librdkafka's `sasl.username`/`sasl.password` mean nothing to the Java client: with a
-    PLAIN or SCRAM mechanism and no `sasl.jaas.config` (in the config, or in `given`, the
-    options already set), they become `kafka.sasl.jaas.config`; `sasl.mechanisms` becomes
-    `kafka.sasl.mechanism`. Other librdkafka-only settings are dropped; the rest pass as is.
-    """
-    given = given or {}
-    options: dict[str, str] = {}
-    for key, value in kafka_config.items():
-        if key == "bootstrap.servers" or key in _LIBRDKAFKA_ONLY:
-            continue
-        options[f"kafka.{key}"] = str(value)
-    mechanism = kafka_config.get("sasl.mechanism") or kafka_config.get("sasl.mechanisms")
-    if mechanism:
-        options["kafka.sasl.mechanism"] = str(mechanism).strip().upper()
-    chosen = options.get("kafka.sasl.mechanism") or given.get("kafka.sasl.mechanism") or ""
-    module = _JAAS_MODULES.get(str(chosen).strip().upper())
-    user, password = kafka_config.get("sasl.username"), kafka_config.get("sasl.password")
-    has_jaas = "kafka.sasl.jaas.config" in options or "kafka.sasl.jaas.config" in given
-    if user is not None and password is not None and not has_jaas and module is not None:
-        options["kafka.sasl.jaas.config"] = (
-            f"{module} required username={_jaas_quote(str(user))} "
-            f"password={_jaas_quote(str(password))};"
-        )
-    return options
-
-
 def redact_config(config: dict[str, str]) -> dict[str, str]:
-    return {k: (REDACTED if _SECRET_KEY.search(k) else v) for k, v in config.items()}
+    return redact(config)
 
 
 def _known(kind: type[Any], raw: Any, prefix: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import pytest
 from airflow_provider_kafkaspark.backends.base import SubmitOptions
 from airflow_provider_kafkaspark.backends.package_archive import package_zip
 from airflow_provider_kafkaspark.backends.yarn import YarnBackend, restart_conf
+from airflow_provider_kafkaspark.core.cluster.hadoop_credentials import decode_secret_keys
 from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
@@ -25,6 +26,7 @@ from airflow_provider_kafkaspark.errors import (
     InvalidInputError,
 )
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
+from airflow_provider_kafkaspark.spark.secrets import ALIAS_PREFIX
 
 SECRET = "s3ntinel-secret-key"
 APP_ID = "application_1700000000000_0042"
@@ -38,8 +40,15 @@ class RecordingHook:
         self.kwargs = kwargs
         self._yarn_application_id: str | None = None
 
-    def submit(self, application: str) -> None:
+    def submit(self, application: str, env: dict[str, str] | None = None) -> None:
+        token_file = next(
+            o.split("=", 1)[1]
+            for o in (env or {}).get("SPARK_SUBMIT_OPTS", "").split()
+            if o.startswith("-Dhadoop.token.files=")
+        )
         files = {
+            "secrets": decode_secret_keys(Path(token_file).read_bytes()),
+            "secrets_mode": stat.S_IMODE(Path(token_file).stat().st_mode),
             "properties": Path(self.kwargs["properties_file"]).read_text(),
             "properties_mode": stat.S_IMODE(Path(self.kwargs["properties_file"]).stat().st_mode),
             "spec": json.loads(Path(self.kwargs["files"]).read_text()),
@@ -101,13 +110,16 @@ def test_a_submit_hands_the_runner_the_code_and_the_policy(
     assert conf["spark.yarn.am.attemptFailuresValidityInterval"] == "600s"
     assert conf["spark.yarn.submit.waitAppCompletion"] == "false"
     assert conf["spark.executor.memory"] == "2g"
-    # The secret reaches driver and executors through the private file only.
+    # The secret reaches the driver through the credentials spark-submit's login reads from
+    # a private token file: not in the conf, the properties file or the shipped spec.
     assert SECRET not in json.dumps(conf)
-    assert call["properties_mode"] == 0o600
-    lines = call["properties"].splitlines()
-    assert lines[0] == "spark.pyspark.python /opt/py/bin/python"  # the cluster's defaults kept
-    assert f"spark.yarn.appMasterEnv.AWS_SECRET_ACCESS_KEY {SECRET}" in lines
-    assert f"spark.executorEnv.AWS_SECRET_ACCESS_KEY {SECRET}" in lines
+    assert SECRET not in call["properties"] and SECRET not in json.dumps(call["spec"])
+    assert call["properties"].splitlines()[0] == "spark.pyspark.python /opt/py/bin/python"
+    assert call["secrets_mode"] == 0o600
+    assert call["secrets"] == {
+        f"{ALIAS_PREFIX}AWS_ACCESS_KEY_ID": b"AKIA",
+        f"{ALIAS_PREFIX}AWS_SECRET_ACCESS_KEY": SECRET.encode(),
+    }
     assert not Path(call["properties_file"]).exists()  # removed after the submit
 
 

@@ -77,7 +77,13 @@ def test_an_msk_cluster_with_oauthbearer_gets_the_iam_token_callback(
     signer.MSKAuthTokenProvider = MSKAuthTokenProvider  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "aws_msk_iam_sasl_signer", signer)
     conn = kafka_connection(
-        monkeypatch, "unit_msk", {"bootstrap.servers": MSK, "sasl.mechanism": "OAUTHBEARER"}
+        monkeypatch,
+        "unit_msk",
+        {
+            "bootstrap.servers": MSK,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "OAUTHBEARER",
+        },
     )
     callback = KafkaSparkHook(conn).kafka_client_config()["oauth_cb"]
     assert callback("ignored") == ("token", 90.0) and regions == ["eu-west-1"]
@@ -86,8 +92,18 @@ def test_an_msk_cluster_with_oauthbearer_gets_the_iam_token_callback(
 @pytest.mark.parametrize(
     "extra",
     [
-        {"bootstrap.servers": MSK, "sasl.mechanism": "SCRAM-SHA-512"},
-        {"bootstrap.servers": SERVERS, "sasl.mechanism": "OAUTHBEARER"},
+        {
+            "bootstrap.servers": MSK,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "u",
+            "sasl.password": "p",
+        },
+        {
+            "bootstrap.servers": SERVERS,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "OAUTHBEARER",
+        },
     ],
     ids=["msk_without_oauthbearer", "oauthbearer_elsewhere"],
 )
@@ -103,7 +119,13 @@ def test_an_msk_cluster_without_the_signer_says_what_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "aws_msk_iam_sasl_signer", None)
     conn = kafka_connection(
-        monkeypatch, "unit_msk", {"bootstrap.servers": MSK, "sasl.mechanisms": "OAUTHBEARER"}
+        monkeypatch,
+        "unit_msk",
+        {
+            "bootstrap.servers": MSK,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": "OAUTHBEARER",
+        },
     )
     with pytest.raises(InvalidInputError, match=r"'unit_msk'.*apache-kafka\[msk\]"):
         KafkaSparkHook(conn).kafka_client_config()

@@ -1,0 +1,54 @@
+"""The driver's secrets, where its backend put them: its environment (a local driver's
+process, a Kubernetes pod's Secret), or, in a YARN container, the secret keys of the
+container's Hadoop credentials (`backends/yarn.py` puts them there at submit).
+
+`load_job_spec` is how every driver entry point reads its spec: the variables are put into
+this process's environment (s3fs and the Kafka clients of this process read it) and the spec's
+secret settings are filled from it (`core/spec/secret_env.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+from pathlib import Path
+
+from airflow_provider_kafkaspark.core.cluster.hadoop_credentials import (
+    CredentialsFormatError,
+    decode_secret_keys,
+)
+from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, JobSpecError
+from airflow_provider_kafkaspark.core.spec.secret_env import fill_secrets
+
+TOKEN_FILE_ENV = "HADOOP_TOKEN_FILE_LOCATION"
+# The alias of each secret key in the credentials: this prefix, then the variable's name.
+ALIAS_PREFIX = "kafkaspark.env."
+
+
+def credential_variables(environ: MutableMapping[str, str]) -> dict[str, str]:
+    """The variables the container's Hadoop credentials carry (none outside a YARN container,
+    or with no token file)."""
+    path = environ.get(TOKEN_FILE_ENV)
+    if not path:
+        return {}
+    try:
+        keys = decode_secret_keys(Path(path).read_bytes())
+    except OSError as exc:
+        raise JobSpecError(
+            f"{TOKEN_FILE_ENV} {path}: the container's credentials cannot be read "
+            f"({exc.strerror or type(exc).__name__})"
+        ) from None
+    except CredentialsFormatError as exc:
+        raise JobSpecError(f"{TOKEN_FILE_ENV} {path}: {exc}") from None
+    return {
+        alias[len(ALIAS_PREFIX) :]: value.decode()
+        for alias, value in keys.items()
+        if alias.startswith(ALIAS_PREFIX)
+    }
+
+
+def load_job_spec(path: str, environ: MutableMapping[str, str] | None = None) -> JobSpec:
+    """The spec at `path`, its secrets filled; the credentials' variables join `environ`."""
+    target = os.environ if environ is None else environ
+    target.update(credential_variables(target))
+    return fill_secrets(JobSpec.load(path), target)
