@@ -2,9 +2,11 @@
 process, a Kubernetes pod's Secret), or, in a YARN container, the secret keys of the
 container's Hadoop credentials (`backends/yarn.py` puts them there at submit).
 
-`load_job_spec` is how every driver entry point reads its spec: the variables are put into
-this process's environment (s3fs and the Kafka clients of this process read it) and the spec's
-secret settings are filled from it (`core/spec/secret_env.py`).
+`load_job_spec` is how every driver entry point reads its spec: the spec's secret settings
+are filled from those variables (`core/spec/secret_env.py`), and the storage credentials (the
+AWS variables, which s3fs and botocore read from the environment) join this process's
+environment. The spec's own secret variables do not: no child process of the driver needs
+them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from airflow_provider_kafkaspark.core.cluster.hadoop_credentials import (
     decode_secret_keys,
 )
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, JobSpecError
-from airflow_provider_kafkaspark.core.spec.secret_env import fill_secrets
+from airflow_provider_kafkaspark.core.spec.secret_env import VARIABLE_PREFIX, fill_secrets
 
 TOKEN_FILE_ENV = "HADOOP_TOKEN_FILE_LOCATION"
 # The alias of each secret key in the credentials: this prefix, then the variable's name.
@@ -50,5 +52,6 @@ def credential_variables(environ: MutableMapping[str, str]) -> dict[str, str]:
 def load_job_spec(path: str, environ: MutableMapping[str, str] | None = None) -> JobSpec:
     """The spec at `path`, its secrets filled; the credentials' variables join `environ`."""
     target = os.environ if environ is None else environ
-    target.update(credential_variables(target))
-    return fill_secrets(JobSpec.load(path), target)
+    variables = credential_variables(target)
+    target.update({k: v for k, v in variables.items() if not k.startswith(VARIABLE_PREFIX)})
+    return fill_secrets(JobSpec.load(path), {**target, **variables})

@@ -12,10 +12,12 @@ unreachable SASL bootstrap, bad job specs, a SASL config librdkafka rejects.
 Every place is then searched for every sentinel: the task logs, XCom and rendered fields in
 the Airflow database, the driver log and command line, the control folder (files, and
 snapshots taken while the job ran, for the lease), savepoint manifests, each exception and
-log line of the provoked failures, and every file under the work folder. Only the broker's
-own config (server.properties, and the local stack's cluster.json that records it) and the
-job spec file the driver reads may hold the password; that file must have mode 0600. The
-live driver's environment is searched too: Airflow is given the connection as an
+log line of the provoked failures, and every file under the work folder, the job spec files
+the driver reads included (mode 0600, and without the password: a submit leaves secrets out
+of every file it writes). Only the broker's own config (server.properties, and the local
+stack's cluster.json that records it) may hold the password, and the live driver's
+environment only in the provider's own secret variables (`KAFKASPARK_SECRET_*`), the channel
+a local driver gets its secrets through: Airflow is given the connection as an
 `AIRFLOW_CONN_*` variable here, and the package must not hand that variable to the driver.
 """
 
@@ -63,9 +65,11 @@ CONN = "kafka_sasl"
 DAG_ID = "kafkaspark_secrets"
 LISTENER = "SASL"  # the extra listener's name; its JAAS key is listener.name.sasl.*
 
-# Places that must hold the password. The driver's environment is not one of them: the
+# Places that may hold the password: the broker's own config, and the driver's own secret
+# variables (its channel for secrets). The rest of the driver's environment is not one: the
 # connection reaches Airflow as an AIRFLOW_CONN_* variable, which the driver must not get.
-ALLOWED = ("broker_config", "spec_file")
+ALLOWED = ("broker_config", "driver_secret_variables")
+SECRET_VARIABLE_PREFIX = b"KAFKASPARK_SECRET_"
 
 # The DAG Airflow runs. It names no credentials: the connection's librdkafka SASL settings
 # (sasl.username/sasl.password/sasl.mechanisms) alone must configure the Spark Kafka
@@ -641,8 +645,13 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
     for (name, content), _ in watcher.contents.items():
         scan.text("control_snapshots", name, content)
     for (pid, what), data in watcher.procs.items():
-        place = "driver_environment" if what == "environ" else "driver_cmdline"
-        scan.data(place, f"/proc/{pid}/{what}", data)
+        if what != "environ":
+            scan.data("driver_cmdline", f"/proc/{pid}/{what}", data)
+            continue
+        for entry in data.split(b"\0"):
+            own = entry.startswith(SECRET_VARIABLE_PREFIX)
+            place = "driver_secret_variables" if own else "driver_environment"
+            scan.data(place, f"/proc/{pid}/environ {entry.split(b'=', 1)[0].decode()}", entry)
     for item in provoked:
         scan.text("exception_messages", item.name, item.text)
     for index, line in enumerate(capture_lines):
@@ -657,9 +666,15 @@ def run(profile: Profile, workdir: Path) -> ScenarioResult:
         "spec_files_mode_0600", bool(modes) and set(modes.values()) == {"0o600"}, modes or None
     )
     result.check(
-        "spec_file_holds_the_password",
-        any(password.encode() in p.read_bytes() for p in spec_files),
+        "spec_files_hold_no_password",
+        bool(spec_files) and not any(password.encode() in p.read_bytes() for p in spec_files),
         len(spec_files),
+    )
+    # The password did reach the driver, through its own variable.
+    result.check(
+        "driver_got_the_password_as_a_secret_variable",
+        scan.occurrences["driver_secret_variables"] > 0,
+        scan.occurrences["driver_secret_variables"],
     )
     # The wrong password must really reach the broker and be refused there, or the
     # messages searched below were never at risk of carrying it.

@@ -135,7 +135,9 @@ def test_portable_reads_files_where_the_connection_is_read(tmp_path: Path) -> No
     assert portable({"ssl.ca.location": "probe"}, lambda p: "")["ssl.ca.location"] == "probe"
 
 
-def test_an_encrypted_key_keeps_its_password() -> None:
+def test_an_encrypted_key_is_opened_for_the_java_client() -> None:
+    # Kafka's Java client on Java 17 cannot read a PBES2-encrypted PKCS#8 key (what current
+    # tools write): the key travels opened, as a secret, and its password is spent.
     key = ec.generate_private_key(ec.SECP256R1())
     sec1 = key.private_bytes(
         serialization.Encoding.PEM,
@@ -145,8 +147,9 @@ def test_an_encrypted_key_keeps_its_password() -> None:
     moved = portable(
         {"security.protocol": "SSL", "ssl.key.pem": sec1, "ssl.key.password": SECRET}, str
     )
-    assert moved["ssl.key.pem"].startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")
-    loaded = serialization.load_pem_private_key(moved["ssl.key.pem"].encode(), SECRET.encode())
+    assert moved["ssl.key.pem"].startswith("-----BEGIN PRIVATE KEY-----")
+    assert "ssl.key.password" not in moved
+    loaded = serialization.load_pem_private_key(moved["ssl.key.pem"].encode(), None)
     assert loaded.public_key() == key.public_key()
 
 
