@@ -158,6 +158,7 @@ def test_the_job_outlives_a_crash_of_the_active_resource_manager(
         if failures:
             assert "no active YARN ResourceManager" in failures[0], failures[0]
             assert ha_yarn.rm_web_url("rm1") in failures[0]
+            print(f"\nstatus during the failover, first: {failures[0]}\nlast: {failures[-1]}")
 
         # Work-preserving: the same application, attempt and driver go on. The new active RM
         # shows the recovered application ACCEPTED ("Attempt recovered after RM restart")
@@ -179,6 +180,11 @@ def test_the_job_outlives_a_crash_of_the_active_resource_manager(
     # and its kill (a PUT, which a redirect does not carry) reaches rm2 all the same.
     ha_yarn.start_resource_manager("rm1")
     assert ha_yarn.ha_state("rm1") == "STANDBY"
+    standby = yarn_rest.TRANSPORT(
+        "GET", f"{ha_yarn.rm_web_url('rm1')}/ws/v1/cluster/apps/{ref.application_id}", None
+    )
+    assert yarn_rest.classify(standby).kind == "standby", standby
+    figures["standby_answer"] = f"HTTP {standby.status} {standby.body[:80]!r}"
     yarn_rest._LAST_ACTIVE.clear()
     kill_at = time.monotonic()
     backend.force_kill(ref)
