@@ -122,6 +122,16 @@ class ClusterUnavailableError(KafkaSparkError):
     """A cluster manager (a YARN ResourceManager) did not answer: refused, timed out."""
 
 
+class NoActiveResourceManagerError(ClusterUnavailableError):
+    """None of a job reference's YARN ResourceManagers is active: each was asked once and
+    was down, standby or failing. `tried` holds (address, what it said) for each, without
+    credentials. Asking again at once would ask the same; a later poll may find a new one."""
+
+    def __init__(self, message: str, tried: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.tried = tried
+
+
 class JobNotFoundError(InvalidInputError):
     """A job reference names an application the cluster manager does not know."""
 

@@ -1,8 +1,9 @@
 """Drivers in a YARN application master (cluster deploy mode), submitted through the official
 Spark provider's SparkSubmitHook with a `spark` connection (`master` yarn, extra
-`deploy-mode: cluster`, `yarn_resourcemanager_webapp_address`). The reference holds the
-application id; status and kill go to the ResourceManager's REST API, so any host that
-reaches it can observe or kill the job, and no pid is involved. Driver restarts are YARN's
+`deploy-mode: cluster`, `yarn_resourcemanager_webapp_address`: with ResourceManager HA,
+each RM's, comma separated). The reference holds the application id; status and kill go to
+the (active) ResourceManager's REST API, so any host that reaches it can observe or kill the
+job, and no pid is involved. Driver restarts are YARN's
 own (`spark.yarn.maxAppAttempts` within `spark.yarn.am.attemptFailuresValidityInterval`).
 
 What travels with each submit: the job spec (`--files`, its secrets left out), the provider's
@@ -101,20 +102,24 @@ class YarnBackend:
 
     def resource_manager(self) -> str:
         """The ResourceManager's web address from the `spark` connection's extra (the key the
-        official hook reads for its own REST tracking)."""
+        official hook reads for its own REST tracking); with ResourceManager HA, each RM's,
+        comma separated in the order of `yarn.resourcemanager.ha.rm-ids`. The reference keeps
+        them as given, so a status or kill follows whichever is active then."""
         from airflow.sdk import BaseHook
 
         if not self.spark_conn_id:
             raise InvalidInputError("a submit to YARN needs a `spark` connection (spark_conn_id)")
         extra = BaseHook.get_connection(self.spark_conn_id).extra_dejson
-        address = str(extra.get(RM_ADDRESS_EXTRA) or "").strip()
-        if not address.startswith(("http://", "https://")):
+        given = str(extra.get(RM_ADDRESS_EXTRA) or "").strip()
+        try:
+            addresses = yarn_rest.resource_manager_addresses(given)
+        except InvalidInputError as exc:
             raise InvalidInputError(
                 f"spark connection {self.spark_conn_id!r}: the yarn backend needs the "
                 f"ResourceManager's web address in its extra as {RM_ADDRESS_EXTRA!r} "
-                f"(http://host:8088), got {address or 'nothing'}"
-            )
-        return address.rstrip("/")
+                f"(http://host:8088; with HA each RM's, comma separated): {exc}"
+            ) from None
+        return ",".join(addresses)
 
     def submit(self, spec: JobSpec, options: SubmitOptions) -> Submitted:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook

@@ -41,10 +41,36 @@ def final_on_yarn(exit_code: int, master: str) -> bool:
     return master == "yarn" and exit_code in FINAL_EXIT_CODES
 
 
+HA_KEYS = ("yarn.resourcemanager.ha.enabled", "yarn.resourcemanager.ha.rm-ids")
+# With HA, each RM's address and host are these keys suffixed with its id (`.rm1`).
+RM_ID_KEYS = RM_CONF_KEYS[1:]
+
+
+def ha_rm_ids(conf: Mapping[str, str | None]) -> list[str]:
+    """The ResourceManager ids of an HA cluster (`yarn.resourcemanager.ha.rm-ids`), or none."""
+    if (conf.get(HA_KEYS[0]) or "").strip().lower() != "true":
+        return []
+    return [i.strip() for i in (conf.get(HA_KEYS[1]) or "").split(",") if i.strip()]
+
+
 def resource_manager_url(conf: Mapping[str, str | None]) -> str | None:
     """The ResourceManager's web address from the driver's Hadoop settings (`RM_CONF_KEYS`),
-    or None when they name no host. A bind-all address (0.0.0.0) is where the RM listens, not
-    where a client reaches it: the RM's hostname stands in for it."""
+    or None when they name no host; with HA (`HA_KEYS`), each RM's from its id's keys, comma
+    separated, as the REST client takes them. A bind-all address (0.0.0.0) is where the RM
+    listens, not where a client reaches it: the RM's hostname stands in for it."""
+    ids = ha_rm_ids(conf)
+    if ids:
+        policy = {RM_CONF_KEYS[0]: conf.get(RM_CONF_KEYS[0])}  # one for the cluster
+        urls = [
+            _one_url(policy | {key: conf.get(f"{key}.{rm_id}") for key in RM_ID_KEYS})
+            for rm_id in ids
+        ]
+        found = [u for u in urls if u]
+        return ",".join(found) if found else None
+    return _one_url(conf)
+
+
+def _one_url(conf: Mapping[str, str | None]) -> str | None:
     https = (conf.get("yarn.http.policy") or "").strip().upper() == "HTTPS_ONLY"
     if https:
         key, port = "yarn.resourcemanager.webapp.https.address", 8090
@@ -66,7 +92,9 @@ def yarn_application(spark: SparkSession, spec: JobSpec) -> YarnJobRef | None:
     from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef
 
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-    url = resource_manager_url({key: hadoop.get(key) for key in RM_CONF_KEYS})
+    conf = {key: hadoop.get(key) for key in (*RM_CONF_KEYS, *HA_KEYS)}
+    conf |= {f"{k}.{i}": hadoop.get(f"{k}.{i}") for i in ha_rm_ids(conf) for k in RM_ID_KEYS}
+    url = resource_manager_url(conf)
     app_id = spark.sparkContext.applicationId
     if url is None:
         log.error(

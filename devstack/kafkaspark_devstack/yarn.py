@@ -1,6 +1,7 @@
 """A real YARN cluster on this machine, for tests and demos: a ResourceManager and a
 NodeManager run as plain JVMs from the jars `kafkaspark local jars resolve --with yarn`
-fetches from Maven Central (no Hadoop distribution).
+fetches from Maven Central (no Hadoop distribution). With `ha=True`, two ResourceManagers
+(rm1, rm2) and the ZooKeeper server their elector and state store use (see LocalYarnCluster).
 
 Each daemon gets a configuration folder of its own (yarn_config.py), so that the
 multi-host test bed can start the RM and each NM on different hosts. The cluster's layout
@@ -35,6 +36,7 @@ from kafkaspark_devstack.jars import yarn_classpath
 from kafkaspark_devstack.ports import HOST, free_port, port_in_use
 from kafkaspark_devstack.process import command_lines, server_running
 from kafkaspark_devstack.yarn_config import (
+    HaLayout,
     NodeLayout,
     NodeManagerPorts,
     ResourceManagerPorts,
@@ -42,6 +44,7 @@ from kafkaspark_devstack.yarn_config import (
     s3a_site,
     spark_defaults,
     write_conf_dir,
+    zookeeper_cfg,
 )
 
 log = logging.getLogger(__name__)
@@ -49,6 +52,8 @@ log = logging.getLogger(__name__)
 STATE_FILE = "yarn.json"
 RESOURCE_MANAGER = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
 NODE_MANAGER = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+ZOOKEEPER = "org.apache.zookeeper.server.ZooKeeperServerMain"
+RM_IDS = ("rm1", "rm2")
 # Hadoop 3.4 predates Java 17's closed modules: its Guice and reflection need these opened.
 JAVA17_OPTIONS = (
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
@@ -132,6 +137,7 @@ def daemon_command(
     log_dir: Path,
     heap_mb: int,
     extra_jars: list[Path] | None = None,
+    args: tuple[str, ...] = (),
 ) -> list[str]:
     jars = [*yarn_classpath(), *(extra_jars or [])]
     classpath = os.pathsep.join([str(conf_dir), *(str(j) for j in jars)])
@@ -146,6 +152,7 @@ def daemon_command(
         "-cp",
         classpath,
         main_class,
+        *args,
     ]
 
 
@@ -162,6 +169,9 @@ class _ClusterState:
     node_host: str = HOST
     roles: list[str] = field(default_factory=lambda: list(ROLES))
     staging_dir: str | None = None
+    # With ResourceManager HA: each RM's ports by id (rm1's are also `rm`), and ZooKeeper's.
+    ha_rms: dict[str, ResourceManagerPorts] | None = None
+    zk_port: int | None = None
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> _ClusterState:
@@ -174,6 +184,12 @@ class _ClusterState:
             node_host=raw.get("node_host", raw["host"]),
             roles=list(raw.get("roles", ROLES)),
             staging_dir=raw.get("staging_dir"),
+            ha_rms=(
+                {k: ResourceManagerPorts(**v) for k, v in raw["ha_rms"].items()}
+                if raw.get("ha_rms")
+                else None
+            ),
+            zk_port=raw.get("zk_port"),
         )
 
 
@@ -185,7 +201,14 @@ class LocalYarnCluster:
     `("nodemanager",)` with `resource_manager=<its host>` on others, `()` (client
     configuration only) where spark-submit runs; all on Hadoop's default ports. With
     `staging_dir` (an `s3a://` URL), spark-submit stages a job's files on S3, where every
-    NodeManager reads them, instead of in the submitting host's home folder."""
+    NodeManager reads them, instead of in the submitting host's home folder.
+
+    `ha=True` (one host only) runs ResourceManager HA as users run it: two RMs, rm1 and rm2,
+    with automatic failover by their embedded elector, and their state (applications, attempts,
+    tokens) in ZooKeeper (ZKRMStateStore) with work-preserving recovery, so an application
+    outlives its RM; a standalone ZooKeeper server from the zookeeper jar on YARN's classpath
+    runs beside them. rm1 is started first and becomes active; the NodeManager, spark-submit
+    (the client configuration) and `web_url` name both."""
 
     def __init__(
         self,
@@ -199,6 +222,7 @@ class LocalYarnCluster:
         resource_manager: str | None = None,
         staging_dir: str | None = None,
         node_python: str | os.PathLike[str] | None = None,
+        ha: bool = False,
     ) -> None:
         self.base_dir = Path(base_dir).resolve()
         # Where the containers' Python is installed; on the bed, one path for every node.
@@ -215,6 +239,11 @@ class LocalYarnCluster:
             if unknown:
                 raise LocalStackError(f"local YARN: unknown roles {unknown}; known: {ROLES}")
             split = tuple(roles) != ROLES or resource_manager is not None
+            if ha and split:
+                raise LocalStackError(
+                    "local YARN: ResourceManager HA (ha=True) runs every daemon on this host; "
+                    "it does not take roles or resource_manager"
+                )
             ports = (
                 ResourceManagerPorts.hadoop_defaults()
                 if split
@@ -235,13 +264,69 @@ class LocalYarnCluster:
                 roles=list(roles),
                 staging_dir=staging_dir,
             )
+            if ha:
+                second = ResourceManagerPorts(
+                    client=free_port(),
+                    scheduler=free_port(),
+                    tracker=free_port(),
+                    admin=free_port(),
+                    web=free_port(),
+                )
+                self._state.ha_rms = {RM_IDS[0]: ports, RM_IDS[1]: second}
+                self._state.zk_port = free_port()
 
     # -- what clients need ----------------------------------------------------------------
 
     @property
+    def ha(self) -> bool:
+        return bool(self._state.ha_rms)
+
+    @property
     def web_url(self) -> str:
-        """The ResourceManager's REST API and UI."""
-        return f"http://{self._state.host}:{self._state.rm.web}"
+        """The ResourceManager's REST API and UI; with HA each RM's, comma separated in the
+        order of their ids (what the REST client and a `spark` connection take)."""
+        return ",".join(self.rm_web_url(rm_id) for rm_id in self.resource_manager_ids())
+
+    def resource_manager_ids(self) -> list[str]:
+        """rm1, rm2 with HA; else the one RM, "resourcemanager"."""
+        return list(self._state.ha_rms) if self._state.ha_rms else ["resourcemanager"]
+
+    def rm_web_url(self, rm_id: str) -> str:
+        ports = (self._state.ha_rms or {}).get(rm_id, self._state.rm)
+        return f"http://{self._state.host}:{ports.web}"
+
+    def spark_connection_extra(self) -> dict[str, str]:
+        """The extra of a `spark` connection (host `yarn`) that submits to this cluster."""
+        return {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": self.web_url}
+
+    def ha_state(self, rm_id: str) -> str | None:
+        """What one RM says it is (`/ws/v1/cluster/info`'s haState: ACTIVE, STANDBY), or None
+        while it does not answer."""
+        answer = yarn_rest.TRANSPORT("GET", f"{self.rm_web_url(rm_id)}/ws/v1/cluster/info", None)
+        if answer.status != 200:
+            return None
+        try:
+            info = json.loads(answer.body).get("clusterInfo") or {}
+        except ValueError:
+            return None
+        return str(info.get("haState") or "") or None
+
+    def active_resource_manager(self) -> str | None:
+        """The id of the RM that says it is active, or None."""
+        return next((i for i in self.resource_manager_ids() if self.ha_state(i) == "ACTIVE"), None)
+
+    def kill_resource_manager(self, rm_id: str) -> None:
+        """SIGKILL one RM (a crash: no clean hand-over), for failover tests."""
+        self._kill(rm_id, signal.SIGKILL, 10.0)
+
+    def start_resource_manager(self, rm_id: str, timeout: float = 120.0) -> None:
+        """Start one RM of an HA cluster again; wait (bounded) until it answers, as standby
+        or active."""
+        if not self._daemon_running(rm_id):
+            self._spawn_rm(rm_id)
+        self._wait(
+            timeout, f"ResourceManager {rm_id} answering", lambda: bool(self.ha_state(rm_id))
+        )
 
     @property
     def conf_dir(self) -> Path:
@@ -269,21 +354,18 @@ class LocalYarnCluster:
         ResourceManager answers and this host's NodeManager is RUNNING."""
         if self.is_running() and self._daemons():
             return self
-        rm, roles = self._state.rm, self._state.roles
+        rm, roles, ha = self._state.rm, self._state.roles, self._ha_layout()
         if "resourcemanager" in roles:
-            for name, port in (("client", rm.client), ("web", rm.web)):
-                if port_in_use(port):
-                    raise PortInUseError(
-                        f"local YARN in {self.base_dir}: the ResourceManager's {name} port "
-                        f"{port} is in use on {self._state.host}"
-                    )
+            self._check_ports_free()
         host = self._state.host
         tmp = self.base_dir / "tmp"
         staging = self._staging_site()
-        write_conf_dir(self.conf_dir, host, rm, tmp, None, staging)
+        write_conf_dir(self.conf_dir, host, rm, tmp, None, staging, ha)
         self._write_spark_defaults()
         try:
-            if "resourcemanager" in roles:
+            if "resourcemanager" in roles and ha is not None:
+                self._start_ha(timeout)
+            elif "resourcemanager" in roles:
                 rm_conf = write_conf_dir(self.base_dir / "conf" / "rm", host, rm, tmp, None)
                 self._spawn("resourcemanager", RESOURCE_MANAGER, rm_conf, heap_mb=512)
                 self._wait(timeout, "the ResourceManager's REST API", self._rm_answers)
@@ -301,7 +383,7 @@ class LocalYarnCluster:
                 )
                 self._node_web_port = node.ports.web
                 nm_conf = write_conf_dir(
-                    self.base_dir / "conf" / "nm", host, rm, tmp, node, staging
+                    self.base_dir / "conf" / "nm", host, rm, tmp, node, staging, ha
                 )
                 extra = s3a_jars() if staging else []
                 self._spawn("nodemanager", NODE_MANAGER, nm_conf, heap_mb=512, extra_jars=extra)
@@ -312,16 +394,18 @@ class LocalYarnCluster:
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM each daemon (NodeManager first, which stops its containers), then SIGKILL
-        after `timeout` seconds."""
-        for name in ("nodemanager", "resourcemanager"):
-            if name not in self._state.roles:
-                continue
-            pid = self._state.pids.get(name)
-            if not self._daemon_running(name):
-                continue
+        """SIGTERM each daemon (NodeManager first, which stops its containers; ZooKeeper
+        last), then SIGKILL after `timeout` seconds."""
+        for name in reversed(self._daemons()):
+            self._kill(name, signal.SIGTERM, timeout)
+        self._save_state()
+
+    def _kill(self, name: str, sig: signal.Signals, timeout: float) -> None:
+        """Signal one daemon's process group; SIGKILL it if still there after `timeout`."""
+        pid = self._state.pids.get(name)
+        if self._daemon_running(name):
             assert pid is not None
-            os.killpg(pid, signal.SIGTERM)
+            os.killpg(pid, sig)
             deadline = time.monotonic() + timeout
             while self._daemon_running(name) and time.monotonic() < deadline:
                 self._reap(name)
@@ -330,14 +414,24 @@ class LocalYarnCluster:
                 log.warning("YARN %s did not stop in %ss: killing it", name, timeout)
                 os.killpg(pid, signal.SIGKILL)
                 self._reap(name, 10.0)
-            self._state.pids[name] = None
+        self._state.pids[name] = None
         self._save_state()
 
     def is_running(self) -> bool:
         return all(self._daemon_running(n) for n in self._daemons())
 
     def _daemons(self) -> list[str]:
-        return [r for r in ROLES if r in self._state.roles]
+        """This host's processes in start order: with HA, ZooKeeper and both RMs in place of
+        the one RM."""
+        names: list[str] = []
+        for role in ROLES:
+            if role not in self._state.roles:
+                continue
+            if role == "resourcemanager" and self._state.ha_rms:
+                names += ["zookeeper", *self._state.ha_rms]
+            else:
+                names.append(role)
+        return names
 
     def running_nodes(self) -> int:
         return len(self._running_nodes())
@@ -351,7 +445,7 @@ class LocalYarnCluster:
         return [n for n in nodes.get("node", []) if n.get("state") == "RUNNING"]
 
     def status(self) -> dict[str, Any]:
-        return {
+        found = {
             "running": self.is_running(),
             "resourcemanager": self.web_url,
             "client_port": self._state.rm.client,
@@ -360,6 +454,10 @@ class LocalYarnCluster:
             "conf_dir": str(self.conf_dir),
             "logs": str(self.base_dir / "logs"),
         }
+        if self.ha:
+            # Which RM is active now: what a failover test or a person wants to see first.
+            found["ha_states"] = {i: self.ha_state(i) for i in self.resource_manager_ids()}
+        return found
 
     def log_tail(self, name: str, lines: int = 30) -> str:
         try:
@@ -376,6 +474,87 @@ class LocalYarnCluster:
 
     # -- internals ------------------------------------------------------------------------
 
+    def _ha_layout(self) -> HaLayout | None:
+        if not self._state.ha_rms or self._state.zk_port is None:
+            return None
+        return HaLayout(
+            rms=tuple(self._state.ha_rms.items()),
+            zk_address=f"{self._state.host}:{self._state.zk_port}",
+        )
+
+    def _check_ports_free(self) -> None:
+        wanted = [
+            (f"{i} {name}", port)
+            for i in self.resource_manager_ids()
+            for name, port in (
+                ("client", (self._state.ha_rms or {}).get(i, self._state.rm).client),
+                ("web", (self._state.ha_rms or {}).get(i, self._state.rm).web),
+            )
+        ]
+        if self._state.zk_port is not None:
+            wanted.append(("ZooKeeper client", self._state.zk_port))
+        for name, port in wanted:
+            if port_in_use(port):
+                raise PortInUseError(
+                    f"local YARN in {self.base_dir}: the {name} port {port} is in use on "
+                    f"{self._state.host}"
+                )
+
+    def _start_ha(self, timeout: float) -> None:
+        """ZooKeeper, then rm1 until it is active, then rm2 until it is standby: one at a time,
+        so that which RM is active is known, and two JVMs do not start at once on a small
+        machine."""
+        assert self._state.zk_port is not None
+        zk_dir = self.base_dir / "zookeeper"
+        (zk_dir / "data").mkdir(parents=True, exist_ok=True)
+        cfg = zk_dir / "zoo.cfg"
+        cfg.write_text(zookeeper_cfg(self._state.host, self._state.zk_port, zk_dir / "data"))
+        # ZooKeeper logs through the same log4j settings as the daemons.
+        zk_conf = write_conf_dir(
+            self.base_dir / "conf" / "zookeeper",
+            self._state.host,
+            self._state.rm,
+            self.base_dir / "tmp",
+            None,
+        )
+        self._spawn("zookeeper", ZOOKEEPER, zk_conf, heap_mb=128, args=(str(cfg),))
+        self._wait(timeout, "ZooKeeper serving", self._zookeeper_serves)
+        first, second = list(self._state.ha_rms or {})
+        self._spawn_rm(first)
+        self._wait(
+            timeout, f"ResourceManager {first} active", lambda: self.ha_state(first) == "ACTIVE"
+        )
+        self._spawn_rm(second)
+        self._wait(
+            timeout, f"ResourceManager {second} standby", lambda: self.ha_state(second) == "STANDBY"
+        )
+
+    def _spawn_rm(self, rm_id: str) -> None:
+        folder = self.base_dir / "conf" / rm_id
+        conf = write_conf_dir(
+            folder,
+            self._state.host,
+            self._state.rm,
+            self.base_dir / "tmp",
+            None,
+            None,
+            self._ha_layout(),
+            rm_id,
+        )
+        self._spawn(rm_id, RESOURCE_MANAGER, conf, heap_mb=512)
+
+    def _zookeeper_serves(self) -> bool:
+        """ZooKeeper answers its `srvr` command (a server that accepts connections but has not
+        loaded its database does not)."""
+        assert self._state.zk_port is not None
+        try:
+            with socket.create_connection((self._state.host, self._state.zk_port), 2) as sock:
+                sock.sendall(b"srvr")
+                sock.settimeout(2)
+                return b"Zookeeper version" in sock.recv(4096)
+        except OSError:
+            return False
+
     def _spawn(
         self,
         name: str,
@@ -383,6 +562,7 @@ class LocalYarnCluster:
         conf_dir: Path,
         heap_mb: int,
         extra_jars: list[Path] | None = None,
+        args: tuple[str, ...] = (),
     ) -> None:
         log_dir = self.base_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -390,7 +570,7 @@ class LocalYarnCluster:
         env = {**os.environ, "JAVA_HOME": str(java), "HADOOP_CONF_DIR": str(conf_dir)}
         with open(log_dir / f"{name}.out", "ab") as out:
             proc = subprocess.Popen(
-                daemon_command(java, main_class, conf_dir, log_dir, heap_mb, extra_jars),
+                daemon_command(java, main_class, conf_dir, log_dir, heap_mb, extra_jars, args),
                 cwd=self.base_dir,
                 stdout=out,
                 stderr=subprocess.STDOUT,

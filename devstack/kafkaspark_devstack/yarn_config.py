@@ -56,6 +56,31 @@ class NodeLayout:
     vcores: int = 4
 
 
+@dataclass(frozen=True)
+class HaLayout:
+    """ResourceManager HA as Hadoop documents it: the RMs' ids in order (the order clients
+    try them) with each one's ports, on one host; ZooKeeper for the embedded elector's
+    automatic failover and for the state store (ZKRMStateStore, the store Hadoop recommends
+    with HA: it fences a former active RM off by ZooKeeper's ACLs)."""
+
+    rms: tuple[tuple[str, ResourceManagerPorts], ...]
+    zk_address: str  # host:port
+    cluster_id: str = "kafkaspark-local"
+
+    @property
+    def rm_ids(self) -> list[str]:
+        return [rm_id for rm_id, _ in self.rms]
+
+
+# A killed active RM's ZooKeeper session ends after this, and only then does the standby's
+# elector win: Hadoop's default (10 s) would leave the cluster without an active RM longer.
+ZK_SESSION_TIMEOUT_MS = 5_000
+# How soon a client, NodeManager or application master tries the next RM (Hadoop's default
+# is the connect retry interval, 30 s).
+FAILOVER_SLEEP_BASE_MS = 500
+FAILOVER_SLEEP_MAX_MS = 2_000
+
+
 def site_xml(properties: Mapping[str, str | int | bool]) -> str:
     """A Hadoop `*-site.xml` of `properties`, in the order given."""
     rows = []
@@ -79,12 +104,54 @@ def resource_manager_properties(host: str, ports: ResourceManagerPorts) -> dict[
     }
 
 
-def yarn_site(
-    host: str, ports: ResourceManagerPorts, node: NodeLayout | None = None
-) -> dict[str, str | int | bool]:
-    """yarn-site.xml for the RM (node None), or for a NodeManager and the clients of a host."""
+def ha_properties(host: str, ha: HaLayout, rm_id: str | None) -> dict[str, str | int | bool]:
+    """Where each RM listens (each key suffixed with its id) and how they share the work, for
+    every daemon and client; `rm_id` names the RM the file is for (both run on one host, so
+    Hadoop cannot tell them apart by their addresses)."""
     properties: dict[str, str | int | bool] = {
-        **resource_manager_properties(host, ports),
+        "yarn.resourcemanager.ha.enabled": True,
+        "yarn.resourcemanager.cluster-id": ha.cluster_id,
+        "yarn.resourcemanager.ha.rm-ids": ",".join(ha.rm_ids),
+    }
+    for each, ports in ha.rms:
+        properties.update(
+            {f"{k}.{each}": v for k, v in resource_manager_properties(host, ports).items()}
+        )
+    properties.update(
+        {
+            "hadoop.zk.address": ha.zk_address,
+            "hadoop.zk.timeout-ms": ZK_SESSION_TIMEOUT_MS,
+            "yarn.resourcemanager.ha.automatic-failover.enabled": True,
+            "yarn.resourcemanager.ha.automatic-failover.embedded": True,
+            # The new active RM reads the applications from the store and lets their
+            # containers run on (work-preserving): a failover is not an application's restart.
+            "yarn.resourcemanager.recovery.enabled": True,
+            "yarn.resourcemanager.work-preserving-recovery.enabled": True,
+            "yarn.resourcemanager.store.class": (
+                "org.apache.hadoop.yarn.server.resourcemanager.recovery.ZKRMStateStore"
+            ),
+            "yarn.client.failover-sleep-base-ms": FAILOVER_SLEEP_BASE_MS,
+            "yarn.client.failover-sleep-max-ms": FAILOVER_SLEEP_MAX_MS,
+        }
+    )
+    if rm_id is not None:
+        properties["yarn.resourcemanager.ha.id"] = rm_id
+    return properties
+
+
+def yarn_site(
+    host: str,
+    ports: ResourceManagerPorts,
+    node: NodeLayout | None = None,
+    ha: HaLayout | None = None,
+    rm_id: str | None = None,
+) -> dict[str, str | int | bool]:
+    """yarn-site.xml for the RM (node None), or for a NodeManager and the clients of a host;
+    with `ha`, for each of the RMs (`rm_id`) and what knows them all (`ports` unused)."""
+    where = resource_manager_properties(host, ports) if ha is None else {}
+    properties: dict[str, str | int | bool] = {
+        **where,
+        **(ha_properties(host, ha, rm_id) if ha is not None else {}),
         "yarn.resourcemanager.am.max-attempts": MAX_AM_ATTEMPTS,
         "yarn.scheduler.minimum-allocation-mb": 256,
         "yarn.scheduler.maximum-allocation-mb": node.memory_mb if node else 8192,
@@ -165,11 +232,13 @@ def write_conf_dir(
     tmp_dir: Path,
     node: NodeLayout | None,
     core_extra: Mapping[str, str] | None = None,
+    ha: HaLayout | None = None,
+    rm_id: str | None = None,
 ) -> Path:
     """A Hadoop configuration folder for one daemon (or, node None, the RM and clients).
     `core-site.xml` may hold S3 credentials: only its owner reads it."""
     conf_dir.mkdir(parents=True, exist_ok=True)
-    (conf_dir / "yarn-site.xml").write_text(site_xml(yarn_site(host, ports, node)))
+    (conf_dir / "yarn-site.xml").write_text(site_xml(yarn_site(host, ports, node, ha, rm_id)))
     write_private(conf_dir / "core-site.xml", site_xml(core_site(tmp_dir, core_extra)))
     (conf_dir / "capacity-scheduler.xml").write_text(site_xml(capacity_scheduler()))
     (conf_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
@@ -193,3 +262,18 @@ def spark_defaults(pyspark_home: Path, node_python: Path) -> dict[str, str]:
 
 def properties_text(properties: Mapping[str, str]) -> str:
     return "".join(f"{key} {value}\n" for key, value in properties.items())
+
+
+def zookeeper_cfg(host: str, port: int, data_dir: Path) -> str:
+    """A standalone ZooKeeper server's zoo.cfg (the server in the zookeeper jar on YARN's
+    classpath): sessions may be as short as 2 ticks, `srvr` answers its readiness probe, and
+    no admin web server takes a port."""
+    return (
+        "tickTime=1000\n"
+        f"dataDir={data_dir}\n"
+        f"clientPort={port}\n"
+        f"clientPortAddress={host}\n"
+        "maxClientCnxns=0\n"
+        "admin.enableServer=false\n"
+        "4lw.commands.whitelist=srvr\n"
+    )

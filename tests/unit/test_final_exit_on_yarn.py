@@ -77,3 +77,17 @@ def test_https_only_uses_the_https_address() -> None:
 )
 def test_no_resource_manager_named(conf: dict[str, str | None]) -> None:
     assert resource_manager_url(conf) is None
+
+
+def test_with_resource_manager_ha_each_rm_is_named_in_its_ids_order() -> None:
+    conf: dict[str, str | None] = {
+        "yarn.resourcemanager.ha.enabled": "true",
+        "yarn.resourcemanager.ha.rm-ids": "rm1, rm2",
+        "yarn.resourcemanager.hostname.rm1": "a.example",
+        "yarn.resourcemanager.webapp.address.rm2": "b.example:8188",
+        # The plain keys mean nothing under HA.
+        "yarn.resourcemanager.webapp.address": "stale.example:8088",
+    }
+    assert resource_manager_url(conf) == "http://a.example:8088,http://b.example:8188"
+    conf["yarn.resourcemanager.ha.enabled"] = "false"
+    assert resource_manager_url(conf) == "http://stale.example:8088"

@@ -8,12 +8,14 @@ from pathlib import Path
 from kafkaspark_devstack import jars
 from kafkaspark_devstack.yarn_config import (
     MAX_AM_ATTEMPTS,
+    HaLayout,
     NodeLayout,
     NodeManagerPorts,
     ResourceManagerPorts,
     s3a_site,
     site_xml,
     write_conf_dir,
+    zookeeper_cfg,
 )
 
 RM = ResourceManagerPorts(client=18032, scheduler=18030, tracker=18031, admin=18033, web=18088)
@@ -88,3 +90,51 @@ def test_a_staging_folder_on_s3_reaches_hadoop_with_its_keys_private(tmp_path: P
     assert core.stat().st_mode & 0o777 == 0o600
     values = {p.findtext("name"): p.findtext("value") for p in ET.parse(core).getroot()}
     assert values["fs.s3a.secret.key"] == "s3cret" and values["fs.defaultFS"] == "file:///"
+
+
+RM2 = ResourceManagerPorts(client=28032, scheduler=28030, tracker=28031, admin=28033, web=28088)
+HA = HaLayout(rms=(("rm1", RM), ("rm2", RM2)), zk_address="127.0.0.1:12181")
+
+
+def test_with_ha_every_daemon_and_client_knows_both_rms_and_each_rm_its_own_id(
+    tmp_path: Path,
+) -> None:
+    node = NodeLayout("127.0.0.1", NM, tmp_path / "local", tmp_path / "logs")
+    files = {
+        "client": write_conf_dir(tmp_path / "c", "127.0.0.1", RM, tmp_path, None, None, HA),
+        "nm": write_conf_dir(tmp_path / "n", "127.0.0.1", RM, tmp_path, node, None, HA),
+        "rm1": write_conf_dir(tmp_path / "1", "127.0.0.1", RM, tmp_path, None, None, HA, "rm1"),
+        "rm2": write_conf_dir(tmp_path / "2", "127.0.0.1", RM, tmp_path, None, None, HA, "rm2"),
+    }
+    sites = {name: properties(conf / "yarn-site.xml") for name, conf in files.items()}
+    for site in sites.values():
+        assert site["yarn.resourcemanager.ha.enabled"] == "true"
+        assert site["yarn.resourcemanager.ha.rm-ids"] == "rm1,rm2"
+        assert site["yarn.resourcemanager.webapp.address.rm1"] == "127.0.0.1:18088"
+        assert site["yarn.resourcemanager.resource-tracker.address.rm2"] == "127.0.0.1:28031"
+        assert site["hadoop.zk.address"] == "127.0.0.1:12181"
+        # No one-RM address left to mislead a client that would read it.
+        assert "yarn.resourcemanager.address" not in site
+    assert sites["rm1"]["yarn.resourcemanager.ha.id"] == "rm1"
+    assert sites["rm2"]["yarn.resourcemanager.ha.id"] == "rm2"
+    assert "yarn.resourcemanager.ha.id" not in sites["client"]
+    assert "yarn.resourcemanager.ha.id" not in sites["nm"]
+    rm = sites["rm1"]
+    assert rm["yarn.resourcemanager.recovery.enabled"] == "true"
+    assert rm["yarn.resourcemanager.work-preserving-recovery.enabled"] == "true"
+    assert rm["yarn.resourcemanager.store.class"].endswith("recovery.ZKRMStateStore")
+    assert rm["yarn.resourcemanager.ha.automatic-failover.embedded"] == "true"
+
+
+def test_without_ha_no_ha_key_is_written(tmp_path: Path) -> None:
+    site = properties(write_conf_dir(tmp_path, "127.0.0.1", RM, tmp_path, None) / "yarn-site.xml")
+    assert not [k for k in site if ".ha." in k or k.startswith("hadoop.zk")]
+    assert site["yarn.resourcemanager.webapp.address"] == "127.0.0.1:18088"
+
+
+def test_zookeeper_listens_where_told_and_keeps_its_data_in_the_folder(tmp_path: Path) -> None:
+    cfg = dict(
+        line.split("=", 1) for line in zookeeper_cfg("127.0.0.1", 12181, tmp_path).splitlines()
+    )
+    assert (cfg["clientPortAddress"], cfg["clientPort"]) == ("127.0.0.1", "12181")
+    assert cfg["dataDir"] == str(tmp_path) and cfg["admin.enableServer"] == "false"

@@ -46,7 +46,9 @@ class YarnJobRef:
     job_name: str
     checkpoint: str
     application_id: str
-    resource_manager: str  # the ResourceManager's web address: http://host:8088
+    # The ResourceManager's web address, http://host:8088; with ResourceManager HA each RM's,
+    # comma separated (one string, so references written before HA load as they are).
+    resource_manager: str
 
 
 @dataclass(frozen=True)

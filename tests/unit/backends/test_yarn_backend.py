@@ -189,3 +189,20 @@ def test_a_reference_of_another_backend_is_refused() -> None:
     local = LocalJobRef("j", "/cp", "h", 5, "", "local[2]")
     with pytest.raises(InvalidArgumentError, match="local backend, this is the yarn"):
         YarnBackend().force_kill(local)
+
+
+def test_a_connection_may_name_two_resource_managers(monkeypatch: pytest.MonkeyPatch) -> None:
+    given = "http://rm1:8088/, http://rm2:8088"
+    extra = {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": given}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_HA",
+        json.dumps({"conn_type": "spark", "host": "yarn", "extra": extra}),
+    )
+    assert YarnBackend("spark_ha").resource_manager() == "http://rm1:8088,http://rm2:8088"
+    extra["yarn_resourcemanager_webapp_address"] = "http://rm1:8088,rm2:8088"
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_HA",
+        json.dumps({"conn_type": "spark", "host": "yarn", "extra": extra}),
+    )
+    with pytest.raises(InvalidInputError, match=r"'spark_ha'.*'rm2:8088' is not an http"):
+        YarnBackend("spark_ha").resource_manager()
