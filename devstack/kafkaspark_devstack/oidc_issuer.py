@@ -44,6 +44,7 @@ from airflow_provider_kafkaspark.core.storage.private_file import write_private
 from airflow_provider_kafkaspark.errors import LocalStackError, PortInUseError
 from kafkaspark_devstack.daemon import load_state, log_tail, save_state, spawn, stop_group
 from kafkaspark_devstack.daemon import wait_ready as wait_until
+from kafkaspark_devstack.kafka_security import OAuthValidation
 from kafkaspark_devstack.ports import HOST, free_port, port_in_use
 from kafkaspark_devstack.process import server_running
 
@@ -138,6 +139,10 @@ class LocalOidcIssuer:
     @property
     def clients(self) -> dict[str, str]:
         return dict(self._state.clients)
+
+    def broker_validation(self) -> OAuthValidation:
+        """What a broker's OAUTHBEARER listener checks tokens against (BrokerSecurity.oauth)."""
+        return OAuthValidation(self.jwks_url, self.issuer, self.audience, self.token_url)
 
     def client(self, client_id: str = DEFAULT_CLIENT_ID) -> OidcClient:
         return OidcClient(self.token_url, client_id, self._state.clients[client_id])
