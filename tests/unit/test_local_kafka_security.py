@@ -95,6 +95,8 @@ def test_listeners_survive_in_cluster_json(tmp_path: Path, tls: TlsMaterial) -> 
     assert raw["listeners"] == {SSL: "SSL", MTLS: "SSL"}
     again = LocalKafkaCluster.attach(tmp_path)
     assert again.listener_servers(SSL) == first.listener_servers(SSL)
+    # A node restarted by another process gets the same JVM system properties.
+    assert again._state.system_properties == first._state.system_properties
     assert again.status()["nodes"][0]["listeners"][MTLS] == first.listener_servers(MTLS)
     with pytest.raises(KeyError, match="no listener 'OAUTH'"):
         again.listener_servers(OAUTH)
