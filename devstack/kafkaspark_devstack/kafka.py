@@ -25,6 +25,7 @@ from airflow_provider_kafkaspark.errors import BrokerStartError, PortInUseError
 from airflow_provider_kafkaspark.spark.fast_jvm import fast_java_options
 from airflow_provider_kafkaspark.spark.jars import find_java
 from kafkaspark_devstack.jars import kafka_classpath
+from kafkaspark_devstack.kafka_security import BrokerSecurity
 from kafkaspark_devstack.ports import HOST, free_port, port_in_use
 from kafkaspark_devstack.process import server_running
 
@@ -60,6 +61,9 @@ class KafkaNode:
     # Where it listens: loopback, a bed host's address, or the address of a local
     # Kubernetes cluster's bridge (where pods reach it).
     host: str = HOST
+    # The secured listeners' ports (listener name -> port), none unless the cluster was
+    # made with `security`.
+    listener_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
@@ -71,6 +75,25 @@ class _ClusterState:
     cluster_id: str
     nodes: list[KafkaNode]
     broker_config: dict[str, str] = field(default_factory=dict)
+    # Secured listeners (name -> security protocol) next to PLAINTEXT, and the JVM system
+    # properties they need; kept so that a node restarted by another process has them too.
+    listeners: dict[str, str] = field(default_factory=dict)
+    system_properties: dict[str, str] = field(default_factory=dict)
+
+
+def _distinct_free_ports(count: int, host: str, taken: set[int]) -> list[int]:
+    """`count` free ports, none in `taken` nor twice: the OS may hand out a port it just
+    gave, since nothing holds it between the calls."""
+    found: list[int] = []
+    for _ in range(count * 20):
+        if len(found) == count:
+            break
+        port = free_port(host)
+        if port not in taken and port not in found:
+            found.append(port)
+    if len(found) < count:
+        raise PortInUseError(f"could not find {count} distinct free ports on {host}")
+    return found
 
 
 def _new_cluster_id() -> str:
@@ -97,7 +120,10 @@ class LocalKafkaCluster:
         jars_dir: Path | None = None,
         broker_jvm_options: list[str] | None = None,
         host: str = HOST,
+        security: BrokerSecurity | None = None,
     ) -> None:
+        """`security` adds secured listeners (kafka_security.py) to each node, on ports of
+        their own; PLAINTEXT stays as it is, for inter-broker traffic and test setup."""
         if brokers < 1:
             raise ValueError(f"brokers must be 1 or more, got {brokers}")
         self.base_dir = Path(base_dir).resolve()
@@ -111,6 +137,8 @@ class LocalKafkaCluster:
             self._state = existing
             if broker_config:
                 self._state.broker_config.update(broker_config)
+            if security is not None:
+                self._apply_security(security, dict(broker_config or {}))
         else:
             nodes = []
             for i in range(brokers):
@@ -125,6 +153,8 @@ class LocalKafkaCluster:
                     )
                 )
             self._state = _ClusterState(_new_cluster_id(), nodes, dict(broker_config or {}))
+            if security is not None:
+                self._apply_security(security, dict(broker_config or {}))
 
     # -- description ---------------------------------------------------------------
 
@@ -143,6 +173,27 @@ class LocalKafkaCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self._state.nodes)
+
+    @property
+    def listener_names(self) -> list[str]:
+        """The secured listeners' names (kafka_security.SSL, MTLS, OAUTH, OAUTH_SSL)."""
+        return list(self._state.listeners)
+
+    def listener_protocol(self, name: str) -> str:
+        return self._state.listeners[self._known_listener(name)]
+
+    def listener_servers(self, name: str) -> str:
+        """The bootstrap servers of secured listener `name` ("host:port,...")."""
+        name = self._known_listener(name)
+        return ",".join(f"{n.host}:{n.listener_ports[name]}" for n in self._state.nodes)
+
+    def _known_listener(self, name: str) -> str:
+        if name.upper() not in self._state.listeners:
+            raise KeyError(
+                f"no listener {name!r} on the cluster at {self.base_dir}; it has "
+                f"{['PLAINTEXT', *self._state.listeners]}"
+            )
+        return name.upper()
 
     def node(self, node_id: int) -> KafkaNode:
         for n in self._state.nodes:
@@ -166,6 +217,9 @@ class LocalKafkaCluster:
                     "pid": n.pid,
                     "running": self._alive(n),
                     "data_dir": n.data_dir,
+                    "listeners": {
+                        name: f"{n.host}:{port}" for name, port in n.listener_ports.items()
+                    },
                 }
                 for n in self._state.nodes
             ],
@@ -179,7 +233,9 @@ class LocalKafkaCluster:
         classpath = kafka_classpath(self.jars_dir)
         to_start = [n for n in self._state.nodes if not self._alive(n)]
         for n in to_start:
-            for port, what in ((n.port, "listener"), (n.controller_port, "controller")):
+            ports = [(n.port, "listener"), (n.controller_port, "controller")]
+            ports += [(p, f"{name} listener") for name, p in n.listener_ports.items()]
+            for port, what in ports:
                 if port_in_use(port, n.host):
                     raise PortInUseError(
                         f"port {port} ({what} of Kafka node {n.node_id}) is already in use: "
@@ -328,15 +384,23 @@ class LocalKafkaCluster:
     def _node_config(self, n: KafkaNode) -> dict[str, str]:
         count = len(self._state.nodes)
         voters = ",".join(f"{m.node_id}@{m.host}:{m.controller_port}" for m in self._state.nodes)
+        secured = "".join(
+            f",{name}://{n.host}:{n.listener_ports[name]}" for name in self._state.listeners
+        )
+        protocols = "".join(f",{name}:{proto}" for name, proto in self._state.listeners.items())
         config = {
             "process.roles": "broker,controller",
             "node.id": str(n.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{n.host}:{n.port},CONTROLLER://{n.host}:{n.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{n.host}:{n.port}",
+            "listeners": (
+                f"PLAINTEXT://{n.host}:{n.port},CONTROLLER://{n.host}:{n.controller_port}{secured}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{n.host}:{n.port}{secured}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": (
+                f"CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT{protocols}"
+            ),
             "log.dirs": n.data_dir,
             "num.partitions": "1",
             "offsets.topic.replication.factor": str(min(3, count)),
@@ -395,7 +459,13 @@ class LocalKafkaCluster:
                 )
         with open(node_dir / "server.log", "ab") as out:
             proc = subprocess.Popen(
-                [*jvm, *self.broker_jvm_options, "kafka.Kafka", str(props)],
+                [
+                    *jvm,
+                    *(f"-D{k}={v}" for k, v in self._state.system_properties.items()),
+                    *self.broker_jvm_options,
+                    "kafka.Kafka",
+                    str(props),
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -447,7 +517,25 @@ class LocalKafkaCluster:
             cluster_id=raw["cluster_id"],
             nodes=[KafkaNode(**n) for n in raw["nodes"]],
             broker_config=raw.get("broker_config", {}),
+            listeners=raw.get("listeners", {}),
+            system_properties=raw.get("system_properties", {}),
         )
+
+    def _apply_security(self, security: BrokerSecurity, explicit: dict[str, str]) -> None:
+        """Record `security`'s listeners, their settings (a setting the caller gave in
+        `broker_config` wins) and system properties; ports for listeners a node lacks."""
+        self._state.listeners = security.listeners()
+        self._state.broker_config.update(
+            {k: v for k, v in security.broker_config().items() if k not in explicit}
+        )
+        self._state.system_properties = security.system_properties()
+        taken = {p for n in self._state.nodes for p in (n.port, n.controller_port)}
+        taken |= {p for n in self._state.nodes for p in n.listener_ports.values()}
+        for n in self._state.nodes:
+            missing = [name for name in self._state.listeners if name not in n.listener_ports]
+            ports = _distinct_free_ports(len(missing), n.host, taken)
+            n.listener_ports.update(zip(missing, ports, strict=True))
+            taken.update(ports)
 
     def _save_state(self) -> None:
         self.base_dir.mkdir(parents=True, exist_ok=True)
