@@ -22,6 +22,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from airflow_provider_kafkaspark.errors import (
     InvalidInputError,
     JobSkippedError,
+    KafkaAccessError,
     KafkaSparkError,
     RefusedError,
 )
@@ -33,8 +34,14 @@ def is_permanent(exc: BaseException) -> bool:
     return isinstance(exc, PERMANENT)
 
 
-def to_airflow(exc: KafkaSparkError, what: str) -> AirflowException:
-    message = f"{what}: {exc}" if what else str(exc)
+def to_airflow(
+    exc: KafkaSparkError, what: str, kafka_conn_id: str | None = None
+) -> AirflowException:
+    text = str(exc)
+    if kafka_conn_id and isinstance(exc, KafkaAccessError):
+        # A refused login or handshake: which connection to fix, the core cannot know.
+        text = f"Kafka connection {kafka_conn_id!r}: {text}"
+    message = f"{what}: {text}" if what else text
     if isinstance(exc, JobSkippedError):
         return AirflowSkipException(message)
     if is_permanent(exc):
@@ -43,10 +50,11 @@ def to_airflow(exc: KafkaSparkError, what: str) -> AirflowException:
 
 
 @contextmanager
-def airflow_errors(what: str) -> Iterator[None]:
+def airflow_errors(what: str, kafka_conn_id: str | None = None) -> Iterator[None]:
     """Run a task step; this package's errors leave it as Airflow's (see the module doc).
-    Airflow's own exceptions (skip, defer, fail) and other errors pass through unchanged."""
+    Airflow's own exceptions (skip, defer, fail) and other errors pass through unchanged. A
+    Kafka refusal names `kafka_conn_id`, the connection to fix."""
     try:
         yield
     except KafkaSparkError as exc:
-        raise to_airflow(exc, what) from exc
+        raise to_airflow(exc, what, kafka_conn_id) from exc

@@ -106,8 +106,9 @@ class KafkaAccessError(InvalidInputError):
 
 
 class KafkaAuthenticationError(KafkaAccessError):
-    """A broker refused the client's credentials (SASL): no retry can succeed until someone
-    fixes the connection."""
+    """A broker refused the client's credentials (a SASL login, a TLS certificate), or its
+    token endpoint refused the OAuth client: no retry can succeed until someone fixes the
+    connection."""
 
 
 class ConsumerGroupActiveError(InvalidInputError):

@@ -41,7 +41,7 @@ class KafkaBackfillOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
 
-        with airflow_errors(self.task_id):
+        with airflow_errors(self.task_id, self.kafka_conn_id):
             return self._backfill(context)
 
     def _backfill(self, context: Context) -> dict[str, Any]:

@@ -132,7 +132,7 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
-        with airflow_errors(self.task_id), hook.storage():
+        with airflow_errors(self.task_id, self.kafka_conn_id), hook.storage():
             return self._deploy(hook, context)
 
     def _deploy(self, hook: KafkaSparkHook, context: Context) -> dict[str, Any]:

@@ -105,7 +105,7 @@ class KafkaPartitionReconcileOperator(BaseOperator):
         from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
-        with airflow_errors(self.task_id):
+        with airflow_errors(self.task_id, self.kafka_conn_id):
             hook = KafkaSparkHook(self.kafka_conn_id, aws_conn_id=self.aws_conn_id)
             with hook.storage():
                 offsets = CheckpointReader(self.checkpoint).position().committed_offsets

@@ -136,7 +136,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
-        with airflow_errors(self.task_id), hook.storage():
+        with airflow_errors(self.task_id, self.kafka_conn_id), hook.storage():
             return self._submit(hook)
 
     def _dag_folder(self) -> str | None:

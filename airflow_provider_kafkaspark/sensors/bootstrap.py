@@ -53,7 +53,7 @@ class KafkaBootstrapHealthSensor(BaseSensorOperator):
         from airflow_provider_kafkaspark.core.kafka.bootstrap_probe import probe_bootstrap
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
-        with airflow_errors(self.task_id):
+        with airflow_errors(self.task_id, self.kafka_conn_id):
             config = KafkaSparkHook(self.kafka_conn_id).kafka_client_config()
             report = probe_bootstrap(config, timeout_s=self.timeout_s)
         result = report.to_dict()

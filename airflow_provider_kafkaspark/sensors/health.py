@@ -210,7 +210,7 @@ class StreamingHealthSensor(BaseSensorOperator):
         from airflow_provider_kafkaspark.triggers.health import read_watch_inputs
 
         watch = self._watch_instance()
-        with airflow_errors(f"cannot observe {self.checkpoint}"):
+        with airflow_errors(f"cannot observe {self.checkpoint}", self.kafka_conn_id):
             if self._storage_hook is None:
                 from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 

@@ -502,7 +502,7 @@ class KafkaFacade:
         if error.code() != KafkaError._ALL_BROKERS_DOWN:
             self._last_client_error = error.str()
         if self._refused is None and is_authentication_error(error):
-            self._refused = authentication_failed(self._config, error.str())
+            self._refused = authentication_failed(self._config, error.str(), code=error.code())
         if self._user_error_cb is not None:
             self._user_error_cb(error)
 

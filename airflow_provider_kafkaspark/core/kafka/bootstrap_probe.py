@@ -391,7 +391,9 @@ def _metadata_once(server: str, config: Mapping[str, Any], timeout_s: float) -> 
                 admin.poll(0)  # serves error_cb: librdkafka's reason for the failure is there
                 refused = next((e for e in errors if is_authentication_error(e)), None)
                 if refused is not None:
-                    raise authentication_failed(config, refused.str(), broker=server) from None
+                    raise authentication_failed(
+                        config, refused.str(), broker=server, code=refused.code()
+                    ) from None
                 if time.monotonic() < deadline:
                     continue
                 causes = [e for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]

@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_kafkaspark.core.kafka.security import is_secret_key
+from airflow_provider_kafkaspark.core.kafka.security import describe, is_secret_key
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaAuthenticationError
 
 if TYPE_CHECKING:
@@ -276,13 +276,40 @@ FENCED = (
 
 
 def is_authentication_error(error: KafkaError) -> bool:
-    """A login the broker refused. librdkafka gives the same code to a handshake cut short by
-    a broker going down ("SaslAuthenticateRequest failed: Local: Broker transport
-    failure"): that one is an outage, retried as such."""
-    if error.code() not in codes(*AUTHENTICATION):
-        return False
-    text = error.str().lower()
-    return not any(word in text for word in ("transport", "timed out", "disconnected"))
+    """A login or TLS handshake the broker (or its token endpoint) refused: no retry gets past
+    it. librdkafka gives `_AUTHENTICATION` also to a handshake cut short by a broker going
+    down ("SaslAuthenticateRequest failed: Local: Broker transport failure") and to a token
+    endpoint that does not answer: those are outages, retried as such."""
+    return refusal_kind(error.code(), error.str()) is not None
+
+
+# A TLS alert the broker sent: it refused the client's certificate (42 bad certificate, 45
+# certificate expired, 46 certificate unknown, 48 unknown CA, 116 certificate required).
+_TLS_ALERT = re.compile(
+    r"alert (?:number )?(?:42|45|46|48|116)\b|alert (?:bad|unknown|certificate)"
+)
+_TOKEN_REFUSED = re.compile(r"\b(?:40[013])\b|invalid_client|invalid_grant|unauthorized", re.I)
+
+
+def refusal_kind(code: int, text: str) -> str | None:
+    """Which refusal a librdkafka error is: `sasl`, `oauth` (the token endpoint refused the
+    client), `tls-server` (the broker's certificate is not trusted), `tls-client` (the broker
+    refused the client's certificate), `tls-listener` (the port does not speak TLS); None for
+    anything else, outages included."""
+    lowered = text.lower()
+    if code in codes("_SSL") and "handshake failed" in lowered:
+        if "plaintext broker listener" in lowered:
+            return "tls-listener"
+        return "tls-server" if "verify" in lowered else "tls-client"
+    if code in codes("_TRANSPORT") and "ssl routines" in lowered and _TLS_ALERT.search(lowered):
+        return "tls-client"
+    if code not in codes(*AUTHENTICATION):
+        return None
+    if "oauthbearer token" in lowered or "oidc token" in lowered:
+        return "oauth" if _TOKEN_REFUSED.search(text) else None
+    if any(word in lowered for word in ("transport", "timed out", "disconnected")):
+        return None
+    return "sasl"
 
 
 # librdkafka's text: "sasl_plaintext://host:port/bootstrap: SASL authentication error: ..."
@@ -290,19 +317,45 @@ _BROKER_PREFIX = re.compile(r"^(?:[a-z_]+://)?(?P<address>[^\s/]+)(?:/[^\s:]*)?:
 
 
 def authentication_failed(
-    config: Mapping[str, Any], text: str, *, broker: str | None = None
+    config: Mapping[str, Any], text: str, *, broker: str | None = None, code: int | None = None
 ) -> KafkaAuthenticationError:
-    """The error for a login a broker refused, naming the user, the broker and the mechanism
-    (never the password): `text` is librdkafka's error text."""
+    """The error for a login or TLS handshake that was refused, naming the mechanism, the
+    broker and what to check in the connection (never a secret): `text` is librdkafka's."""
     match = _BROKER_PREFIX.match(text)
     reason = text[match.end() :] if match else text
     where = broker or (match.group("address") if match else str(config.get(BOOTSTRAP_SERVERS)))
+    reason = redact(reason, secret_values(config))
+    kind = refusal_kind(code, text) if code is not None else None
+    mechanism = describe(config)
+    if kind == "tls-server":
+        return KafkaAuthenticationError(
+            f"TLS handshake with broker {where} failed ({mechanism}): the broker's certificate "
+            f"is not trusted: {reason}; check the connection's ssl.ca.pem (the broker's CA)"
+        )
+    if kind == "tls-listener":
+        return KafkaAuthenticationError(
+            f"TLS handshake with broker {where} failed ({mechanism}): that port does not speak "
+            f"TLS: {reason}; check the connection's security.protocol and bootstrap.servers"
+        )
+    if kind == "tls-client":
+        return KafkaAuthenticationError(
+            f"TLS handshake with broker {where} failed ({mechanism}): the broker refused the "
+            f"client certificate (expired, missing or not signed by a CA it trusts): {reason}; "
+            f"check the connection's ssl.certificate.pem and ssl.key.pem"
+        )
+    if kind == "oauth":
+        client = config.get("sasl.oauthbearer.client.id")
+        endpoint = config.get("sasl.oauthbearer.token.endpoint.url")
+        return KafkaAuthenticationError(
+            f"OAUTHBEARER login to broker {where} failed ({mechanism}): the token endpoint "
+            f"{endpoint} refused client {client!r}: {reason}; check the connection's "
+            f"sasl.oauthbearer.client.id and sasl.oauthbearer.client.secret"
+        )
     user = config.get("sasl.username")
     who = f"user {user!r}" if user else "a client without sasl.username"
-    mechanism = config.get("sasl.mechanisms") or config.get("sasl.mechanism") or "GSSAPI"
-    reason = redact(reason, secret_values(config))
+    named = config.get("sasl.mechanisms") or config.get("sasl.mechanism") or "GSSAPI"
     return KafkaAuthenticationError(
-        f"SASL authentication failed for {who} on broker {where} (mechanism {mechanism}): "
+        f"SASL authentication failed for {who} on broker {where} (mechanism {named}): "
         f"{reason}; check the connection's sasl.username, sasl.password and sasl.mechanisms"
     )
 
