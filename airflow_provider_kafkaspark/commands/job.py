@@ -259,7 +259,10 @@ def prepare_submit(args: argparse.Namespace) -> PreparedSubmit:
     client = kafka_config(args)
     settings = {k: str(v) for k, v in client.items() if k != "bootstrap.servers"}
     spec = with_connection(
-        given, given.source.bootstrap_servers, {**given.kafka_config, **settings}
+        given,
+        given.source.bootstrap_servers,
+        {**given.kafka_config, **settings},
+        f"Kafka settings of {args.spec} and --kafka-config-file",
     )
     backend = _backend(args)
     # A driver elsewhere (YARN) gets this terminal's AWS variables; a local one inherits them.

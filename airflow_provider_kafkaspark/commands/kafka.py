@@ -46,6 +46,9 @@ def kafka_config(args: argparse.Namespace) -> dict[str, Any]:
             key, value = text.split("=", 1)
             config[key.strip()] = value.strip()
     config["bootstrap.servers"] = args.bootstrap_servers
+    from airflow_provider_kafkaspark.core.kafka.security import check
+
+    check(config, f"Kafka settings of {file}" if file else "Kafka settings")
     return config
 
 
