@@ -46,7 +46,7 @@ def with_connection(
     from airflow_provider_kafkaspark.core.kafka.security import check, portable
 
     check(kafka_config, where)
-    config = portable(kafka_config, lambda path: Path(path).read_text(), where)
+    config = portable(kafka_config, lambda path: Path(path).read_bytes(), where)
     source = dataclasses.replace(spec.source, bootstrap_servers=servers)
     return dataclasses.replace(
         spec, source=source, kafka_config={k: str(v) for k, v in config.items()}

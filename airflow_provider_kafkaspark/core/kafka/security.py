@@ -22,6 +22,7 @@ certificate, OIDC without its token endpoint) is an `InvalidInputError` naming t
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -79,6 +80,11 @@ _LOCATIONS = {
     "ssl.certificate.location": "ssl.certificate.pem",
     "ssl.key.location": "ssl.key.pem",
 }
+
+
+# A file's content carried in its setting, for a driver on another host (a keytab).
+EMBEDDED = "base64:"
+KEYTAB = "sasl.kerberos.keytab"
 
 
 def is_secret_key(key: str) -> bool:
@@ -175,13 +181,15 @@ def check(config: Mapping[str, Any], where: str = "Kafka connection") -> None:
 
 def portable(
     config: Mapping[str, Any],
-    read_text: Callable[[str], str],
+    read_file: Callable[[str], bytes],
     where: str = "Kafka connection",
 ) -> dict[str, Any]:
-    """The config with certificate and key files read into PEM text (`ssl.ca.location` ->
-    `ssl.ca.pem`, ...), for a driver on another host, and the client key as unencrypted
-    PKCS#8 (`pkcs8_key`; its password is then spent). librdkafka's `probe` (the system's CA
-    store) stays a location. `read_text` raises OSError for a file it cannot read."""
+    """The config for a driver on another host: certificate and key files read into PEM text
+    (`ssl.ca.location` -> `ssl.ca.pem`, ...), the client key as unencrypted PKCS#8
+    (`pkcs8_key`; its password is then spent), and a keytab's bytes embedded in its setting
+    (`EMBEDDED` + base64; the driver writes it back to a private file: `spark/secrets.py`).
+    librdkafka's `probe` (the system's CA store) stays a location. `read_file` raises
+    OSError for a file it cannot read."""
     result = dict(config)
     for location, pem in _LOCATIONS.items():
         path = result.get(location)
@@ -189,18 +197,28 @@ def portable(
             continue
         if pem in result:
             raise _misfit(where, config, f"give {location} or {pem}, not both")
-        try:
-            result[pem] = read_text(str(path))
-        except OSError as exc:
-            raise _misfit(
-                where, config, f"{location} {path!r} cannot be read ({exc.strerror or exc})"
-            ) from None
+        result[pem] = _read(read_file, location, str(path), where, config).decode()
         del result[location]
     if result.get("ssl.key.pem"):
         result["ssl.key.pem"] = pkcs8_key(
             str(result["ssl.key.pem"]), result.pop("ssl.key.password", None), where, config
         )
+    keytab = result.get(KEYTAB)
+    if keytab and not str(keytab).startswith(EMBEDDED):
+        content = _read(read_file, KEYTAB, str(keytab), where, config)
+        result[KEYTAB] = EMBEDDED + base64.b64encode(content).decode()
     return result
+
+
+def _read(
+    read_file: Callable[[str], bytes], key: str, path: str, where: str, config: Mapping[str, Any]
+) -> bytes:
+    try:
+        return read_file(path)
+    except OSError as exc:
+        raise _misfit(
+            where, config, f"{key} {path!r} cannot be read ({exc.strerror or exc})"
+        ) from None
 
 
 def pkcs8_key(pem: str, password: Any, where: str, config: Mapping[str, Any]) -> str:

@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from airflow_provider_kafkaspark.core.kafka.security import (
+    EMBEDDED,
     OAUTH_LOGIN_HANDLER,
     check,
     describe,
@@ -28,6 +29,10 @@ JAAS = (
 )
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 CERT = "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n"
+
+
+def no_files(path: str) -> bytes:
+    raise AssertionError(f"no file is read here, asked for {path}")
 
 
 def pkcs1_key() -> str:
@@ -126,13 +131,13 @@ def test_portable_reads_files_where_the_connection_is_read(tmp_path: Path) -> No
         "ssl.certificate.location": str(tmp_path / "client.pem"),
         "ssl.key.location": str(tmp_path / "client.key"),
     }
-    moved = portable(config, lambda p: Path(p).read_text())
+    moved = portable(config, lambda p: Path(p).read_bytes())
     assert moved["ssl.ca.pem"] == CA and moved["ssl.certificate.pem"] == CERT
     assert not any(k.endswith(".location") for k in moved)
     # An RSA key in PKCS#1 becomes PKCS#8, the one form the Java client reads.
     assert moved["ssl.key.pem"].startswith("-----BEGIN PRIVATE KEY-----")
     # The system's CA store stays a location.
-    assert portable({"ssl.ca.location": "probe"}, lambda p: "")["ssl.ca.location"] == "probe"
+    assert portable({"ssl.ca.location": "probe"}, lambda p: b"")["ssl.ca.location"] == "probe"
 
 
 def test_an_encrypted_key_is_opened_for_the_java_client() -> None:
@@ -145,7 +150,7 @@ def test_an_encrypted_key_is_opened_for_the_java_client() -> None:
         serialization.BestAvailableEncryption(SECRET.encode()),
     ).decode()
     moved = portable(
-        {"security.protocol": "SSL", "ssl.key.pem": sec1, "ssl.key.password": SECRET}, str
+        {"security.protocol": "SSL", "ssl.key.pem": sec1, "ssl.key.password": SECRET}, no_files
     )
     assert moved["ssl.key.pem"].startswith("-----BEGIN PRIVATE KEY-----")
     assert "ssl.key.password" not in moved
@@ -157,7 +162,7 @@ def test_unreadable_files_and_wrong_passwords_are_named(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError) as missing:
         portable(
             {"security.protocol": "SSL", "ssl.ca.location": str(tmp_path / "nope.pem")},
-            lambda p: Path(p).read_text(),
+            lambda p: Path(p).read_bytes(),
             "Kafka connection 'kafka_tls'",
         )
     assert "Kafka connection 'kafka_tls' (SSL)" in str(missing.value)
@@ -174,7 +179,8 @@ def test_unreadable_files_and_wrong_passwords_are_named(tmp_path: Path) -> None:
     )
     with pytest.raises(InvalidInputError) as wrong:
         portable(
-            {"security.protocol": "SSL", "ssl.key.pem": encrypted, "ssl.key.password": SECRET}, str
+            {"security.protocol": "SSL", "ssl.key.pem": encrypted, "ssl.key.password": SECRET},
+            no_files,
         )
     assert "ssl.key.pem" in str(wrong.value) and SECRET not in str(wrong.value)
 
@@ -226,6 +232,23 @@ def test_gssapi_gives_a_keytab_login() -> None:
         "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
         'keyTab="/keytabs/job.keytab" principal="job@EXAMPLE.TEST";'
     )
+
+
+def test_a_keytab_travels_embedded(tmp_path: Path) -> None:
+    keytab = tmp_path / "job.keytab"
+    keytab.write_bytes(b"\x05\x02keytab-bytes")
+    config = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "GSSAPI",
+        "sasl.kerberos.principal": "job@EXAMPLE.TEST",
+        "sasl.kerberos.keytab": str(keytab),
+    }
+    moved = portable(config, lambda p: Path(p).read_bytes())
+    assert moved["sasl.kerberos.keytab"] == EMBEDDED + "BQJrZXl0YWItYnl0ZXM="
+    assert portable(moved, no_files) == moved  # a second pass reads nothing
+    with pytest.raises(InvalidInputError, match=r"sasl\.kerberos\.keytab .*gone"):
+        gone = {**config, "sasl.kerberos.keytab": str(tmp_path / "gone")}
+        portable(gone, lambda p: Path(p).read_bytes())
 
 
 # -- settings that do not fit ------------------------------------------------------------------
