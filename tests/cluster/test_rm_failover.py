@@ -12,8 +12,6 @@ The figures (failover, how long status was unavailable) are printed and written 
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +35,7 @@ from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import LocalS3Server
 from kafkaspark_devstack.yarn import LocalYarnCluster, application_master_pids
-from tests.cluster.yarn_apps import wait
+from tests.cluster.yarn_apps import use_yarn_worker, wait
 from tests.conftest import S3_BUCKET
 from tests.integration.kafka_util import create_topic
 from tests.lifecycle_story import committed, lease_owner
@@ -60,9 +58,6 @@ def connections(
     s3_server: LocalS3Server,
 ) -> None:
     """As in test_streaming_on_yarn, with a `spark` connection that names both RMs."""
-    for key in list(os.environ):
-        if key.startswith("AWS_"):
-            monkeypatch.delenv(key)
     conns: dict[str, dict[str, Any]] = {
         "spark_ha": {
             "conn_type": "spark",
@@ -75,11 +70,7 @@ def connections(
         },
         "s3_ha": s3_server.aws_connection(),
     }
-    for name, value in conns.items():
-        monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
-    for key, setting in ha_yarn.client_environment().items():
-        monkeypatch.setenv(key, setting)
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    use_yarn_worker(monkeypatch, ha_yarn, conns)
     # Each test starts as a task on another host would: no address remembered as active.
     yarn_rest._LAST_ACTIVE.clear()
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import stat
-import sys
 import time
 import uuid
 import zipfile
@@ -43,7 +41,7 @@ from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import LocalS3Server
 from kafkaspark_devstack.yarn import LocalYarnCluster
 from reliability.scenarios.secrets import HOST, sasl_cluster, sasl_extra
-from tests.cluster.yarn_apps import wait
+from tests.cluster.yarn_apps import use_yarn_worker, wait
 from tests.conftest import S3_BUCKET
 from tests.integration.kafka_util import create_topic, read_all_values
 from tests.lifecycle_story import committed, stop_with_savepoint
@@ -124,20 +122,13 @@ def test_no_secret_in_what_a_yarn_submit_writes_or_ships(
     aws = s3_server.aws_connection()
     s3_secret = str(aws["password"])
     needles = {"sasl password": PASSWORD.encode(), "s3 secret key": s3_secret.encode()}
-    for key in list(os.environ):
-        if key.startswith("AWS_"):
-            monkeypatch.delenv(key)
     extra = {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": yarn.web_url}
     conns: dict[str, dict[str, Any]] = {
         "spark_yarn": {"conn_type": "spark", "host": "yarn", "extra": extra},
         "kafka_sasl": {"conn_type": "kafka", "extra": sasl_extra(sasl_servers, PASSWORD)},
         "s3_secret": aws,
     }
-    for name, value in conns.items():
-        monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
-    for key, setting in yarn.client_environment().items():
-        monkeypatch.setenv(key, setting)
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    use_yarn_worker(monkeypatch, yarn, conns)
     caplog.set_level(logging.INFO)
 
     plain = kafka_cluster.bootstrap_servers

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -46,7 +45,7 @@ from kafkaspark_devstack.yarn import (
     application_master_pids,
     node_python_has_package,
 )
-from tests.cluster.yarn_apps import wait
+from tests.cluster.yarn_apps import use_yarn_worker, wait
 from tests.conftest import S3_BUCKET
 from tests.integration.cli_util import cli
 from tests.integration.kafka_util import create_topic
@@ -70,9 +69,6 @@ def connections(
 ) -> None:
     """The three official connection types, and a worker environment that has spark-submit
     and the cluster's client configuration, but no AWS variables."""
-    for key in list(os.environ):
-        if key.startswith("AWS_"):
-            monkeypatch.delenv(key)
     extra = {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": yarn.web_url}
     conns: dict[str, dict[str, Any]] = {
         "spark_yarn": {"conn_type": "spark", "host": "yarn", "extra": extra},
@@ -82,11 +78,7 @@ def connections(
         },
         "s3_yarn": s3_server.aws_connection(),
     }
-    for name, value in conns.items():
-        monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
-    for key, setting in yarn.client_environment().items():
-        monkeypatch.setenv(key, setting)
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    use_yarn_worker(monkeypatch, yarn, conns)
 
 
 def test_submit_restart_restore_and_stop_on_yarn(

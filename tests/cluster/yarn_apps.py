@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -9,7 +10,9 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import pytest
 
 from kafkaspark_devstack.yarn import LocalYarnCluster
 
@@ -78,3 +81,19 @@ def wait(what: str, probe: Callable[[], T], done: Callable[[T], bool], timeout_s
         time.sleep(1)
         seen = probe()
     return seen
+
+
+def use_yarn_worker(
+    monkeypatch: pytest.MonkeyPatch, yarn: LocalYarnCluster, connections: dict[str, Any]
+) -> None:
+    """This process as an Airflow worker that submits to `yarn`: the given connections (name
+    -> JSON form), spark-submit on PATH, the cluster's client configuration, and no AWS
+    variables (the driver must get its storage credentials from the `aws` connection)."""
+    for key in list(os.environ):
+        if key.startswith("AWS_"):
+            monkeypatch.delenv(key)
+    for name, value in connections.items():
+        monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
+    for key, setting in yarn.client_environment().items():
+        monkeypatch.setenv(key, setting)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
