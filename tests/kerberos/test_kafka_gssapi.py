@@ -110,3 +110,28 @@ def test_the_confluent_kafka_wheel_has_no_gssapi(kafka: LocalKafkaCluster, kdc: 
         confluent_kafka.KafkaException, match="No provider for SASL mechanism GSSAPI"
     ):
         confluent_kafka.Producer(config)
+
+
+def test_spark_reads_through_the_gssapi_listener(kafka: LocalKafkaCluster, kdc: LocalKdc) -> None:
+    """Spark 4.0's Kafka source (its own kafka-clients) with the connection's options, as a
+    driver gets them: the batch read a job's source makes, over Kerberos."""
+    from airflow_provider_kafkaspark.spark.local_session import local_spark_session
+
+    config = connection(kafka, kdc, kdc.add_principal(CLIENT))
+    check(config)
+    krb5 = f"-Djava.security.krb5.conf={kdc.krb5_conf_path}"
+    spark = local_spark_session("kafkaspark-krb", conf={"spark.driver.extraJavaOptions": krb5})
+    try:
+        frame = (
+            spark.read.format("kafka")
+            .options(**java_client_options(config))
+            .option("kafka.bootstrap.servers", config["bootstrap.servers"])
+            .option("subscribe", TOPIC)
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest")
+            .load()
+        )
+        values = {row.value.decode() for row in frame.select("value").collect()}
+    finally:
+        spark.stop()
+    assert {str(i) for i in range(RECORDS)} <= values
