@@ -77,7 +77,7 @@ e2e-k8s: setup-k8s
 setup-kerberos: setup-cluster
 	VENV=$(VENV) bash scripts/setup_kerberos.sh
 
-# A KDC, a GSSAPI Kafka listener and a ResourceManager behind SPNEGO (about 2 minutes).
+# A KDC, a GSSAPI Kafka listener and a ResourceManager behind SPNEGO (about 40 s of tests).
 e2e-kerberos: setup-kerberos
 	$(PY) -m pytest tests/kerberos -ra --durations=10
 
