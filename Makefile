@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-matrix test-matrix setup-cluster setup-k8s e2e-k8s demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
+.PHONY: setup setup-matrix test-matrix setup-cluster setup-k8s e2e-k8s setup-kerberos e2e-kerberos demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
 
 setup:
 	bash scripts/setup.sh
@@ -70,6 +70,16 @@ setup-k8s: setup-cluster
 # The lifecycle on it (tests/k8s): the cluster itself first, then drivers as Job pods.
 e2e-k8s: setup-k8s
 	$(PY) -m pytest tests/k8s -ra --durations=10
+
+# Secured clusters (tests/kerberos): MIT Kerberos' KDC and tools from Debian (krb5-kdc,
+# krb5-admin-server, krb5-user, libkrb5-dev: about 10 s) and gssapi from PyPI (built from
+# its sdist, about 45 s); the tests start their own realm in a temporary folder.
+setup-kerberos: setup-cluster
+	VENV=$(VENV) bash scripts/setup_kerberos.sh
+
+# A KDC, a GSSAPI Kafka listener and a ResourceManager behind SPNEGO (about 40 s of tests).
+e2e-kerberos: setup-kerberos
+	$(PY) -m pytest tests/kerberos -ra --durations=10
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -133,6 +133,14 @@ class NoActiveResourceManagerError(ClusterUnavailableError):
         self.tried = tried
 
 
+class ClusterAuthenticationError(InvalidInputError):
+    """A cluster manager's REST API (a ResourceManager behind SPNEGO/Kerberos) could not be
+    given credentials, or refused them: no ticket, a missing or unreadable keytab, a principal
+    the KDC does not know, a 401 this client cannot answer. The message names where the login
+    was configured (a connection, or the host's defaults), the address and the mechanism,
+    never a secret. No retry can succeed until someone fixes the login."""
+
+
 class JobNotFoundError(InvalidInputError):
     """A job reference names an application the cluster manager does not know."""
 

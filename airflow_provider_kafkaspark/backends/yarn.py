@@ -15,11 +15,22 @@ delegation tokens do (`core/cluster/hadoop_credentials.py`): not in the staging 
 conf archive, a command line or the container's launch script. The nodes need a Python with the
 driver's dependencies (pyspark, confluent-kafka, s3fs) named by `spark.pyspark.python`, usually
 in the cluster's spark-defaults.conf.
+
+Secured clusters (the RM's web API behind SPNEGO/Kerberos): the `spark` connection's extra
+`principal` and `keytab` (the official provider's fields: the keytab base64-encoded, which
+its hook also hands spark-submit as `--principal`/`--keytab`) are the login of this backend's
+REST calls; without them, or with no connection (a stop or health task from a reference
+alone), the host's own ticket cache or client keytab (`kinit -kt`, `airflow kerberos`,
+`KRB5_CLIENT_KTNAME`). The connection is read for it only when an RM asks for Negotiate, and
+nothing of the login goes into the reference.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,7 +41,7 @@ from airflow_provider_kafkaspark.backends.base import (
     Submitted,
     shippable,
 )
-from airflow_provider_kafkaspark.core.cluster import yarn_rest
+from airflow_provider_kafkaspark.core.cluster import spnego, yarn_rest
 from airflow_provider_kafkaspark.core.cluster.hadoop_credentials import encode_secret_keys
 from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef, YarnJobRef, require_backend
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
@@ -40,6 +51,43 @@ from airflow_provider_kafkaspark.errors import ClusterUnavailableError, InvalidI
 from airflow_provider_kafkaspark.spark.secrets import ALIAS_PREFIX
 
 RM_ADDRESS_EXTRA = "yarn_resourcemanager_webapp_address"
+# The official Spark provider's Kerberos fields of a `spark` connection's extra.
+PRINCIPAL_EXTRA = "principal"
+KEYTAB_EXTRA = "keytab"
+# A connection's keytab, written once per process and content into a folder only this user
+# reads, removed when the process ends: gssapi reads keytabs from files only.
+_KEYTABS: dict[str, str] = {}
+
+
+def private_keytab(content: bytes) -> str:
+    """The path of a private file holding `content` (a keytab), the same for the same bytes."""
+    digest = hashlib.sha256(content).hexdigest()[:16]
+    if digest in _KEYTABS and os.path.isfile(_KEYTABS[digest]):
+        return _KEYTABS[digest]
+    folder = tempfile.mkdtemp(prefix="kafkaspark-keytab-")  # mode 0700
+    atexit.register(shutil.rmtree, folder, True)
+    _KEYTABS[digest] = str(write_private(Path(folder) / "client.keytab", content))
+    return _KEYTABS[digest]
+
+
+def kerberos_login_of(conn_id: str, extra: dict[str, Any]) -> spnego.KerberosLogin:
+    """The SPNEGO login a `spark` connection's extra gives: its principal and keytab; a
+    principal alone asks for that principal's ticket in the host's cache; neither, the host's
+    default credentials. A keytab without a principal, or one that is not base64 of a keytab,
+    is bad input naming the connection (never the value)."""
+    where = f"spark connection {conn_id!r}"
+    principal = str(extra.get(PRINCIPAL_EXTRA) or "").strip() or None
+    encoded = str(extra.get(KEYTAB_EXTRA) or "").strip()
+    if not encoded:
+        source = where if principal else f"{where} (no principal): {spnego.DEFAULT_SOURCE}"
+        return spnego.KerberosLogin(principal, None, source)
+    if not principal:
+        raise InvalidInputError(
+            f"{where}: the extra has a `keytab` but no `principal`: the {spnego.MECHANISM} "
+            f"login needs the principal whose keys the keytab holds"
+        )
+    keytab = private_keytab(spnego.decode_keytab(encoded, where))
+    return spnego.KerberosLogin(principal, keytab, where)
 
 
 def restart_conf(policy: RestartPolicy | None) -> dict[str, str]:
@@ -99,6 +147,19 @@ class YarnBackend:
         self.spark_conn_id = spark_conn_id
         self.jars = jars
         self.conf = dict(conf or {})
+        # The REST calls' transport: SPNEGO as the connection (or the host) says, when an
+        # RM asks for it.
+        self.transport = yarn_rest.kerberos_transport(self.kerberos_login)
+
+    def kerberos_login(self) -> spnego.KerberosLogin:
+        """Who the REST calls log in as when a ResourceManager asks for SPNEGO: the `spark`
+        connection's principal and keytab, else the host's default credentials."""
+        if not self.spark_conn_id:
+            return spnego.KerberosLogin()
+        from airflow.sdk import BaseHook
+
+        extra = BaseHook.get_connection(self.spark_conn_id).extra_dejson
+        return kerberos_login_of(self.spark_conn_id, extra)
 
     def resource_manager(self) -> str:
         """The ResourceManager's web address from the `spark` connection's extra (the key the
@@ -185,12 +246,12 @@ class YarnBackend:
 
     def status(self, ref: JobRef) -> JobStatus:
         yarn = self._yarn(ref, "observe")
-        app = yarn_rest.application(yarn)
+        app = yarn_rest.application(yarn, self.transport)
         state = str(app.get("state", ""))
         detail: dict[str, Any] = {
             "application_id": yarn.application_id,
             "final_status": app.get("finalStatus"),
-            "attempts": len(yarn_rest.attempts(yarn)),
+            "attempts": len(yarn_rest.attempts(yarn, self.transport)),
             "tracking_url": app.get("trackingUrl"),
             "diagnostics": str(app.get("diagnostics") or "")[:500],
         }
@@ -198,8 +259,8 @@ class YarnBackend:
 
     def alive(self, ref: JobRef) -> bool | None:
         """One request: the application's state (status also lists its attempts)."""
-        app = yarn_rest.application(self._yarn(ref, "observe"))
+        app = yarn_rest.application(self._yarn(ref, "observe"), self.transport)
         return str(app.get("state", "")) in yarn_rest.ACTIVE_STATES
 
     def force_kill(self, ref: JobRef) -> None:
-        yarn_rest.kill(self._yarn(ref, "kill"))
+        yarn_rest.kill(self._yarn(ref, "kill"), transport=self.transport)

@@ -9,7 +9,10 @@ secured ones are for the clients under test:
 - `OAUTH`: SASL_PLAINTEXT with OAUTHBEARER, tokens verified against an OIDC issuer's JWKS
   (`OAuthBearerValidatorCallbackHandler`, expected audience and issuer);
 - `OAUTH_SSL`: SASL_SSL with OAUTHBEARER (server-verified TLS, then the token), when both
-  TLS material and an issuer are given.
+  TLS material and an issuer are given;
+- `GSSAPI`: SASL_PLAINTEXT with Kerberos (the broker's `kafka/localhost` keytab, a local
+  MIT KDC's realm: kdc.py); clients ask for service `kafka` on the host they reach, and the
+  broker's 127.0.0.1 reads back as `localhost` (/etc/hosts), the principal's host.
 
 The broker reads the TLS material as PEM files (`ssl.keystore.type=PEM`), no JKS.
 """
@@ -24,6 +27,8 @@ SSL = "SSL"
 MTLS = "MTLS"
 OAUTH = "OAUTH"
 OAUTH_SSL = "OAUTH_SSL"
+GSSAPI = "GSSAPI"
+KERBEROS_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 
 # Kafka 4.x fetches OAuth URLs (JWKS, token endpoint) only when this JVM system property
 # lists them (ConfigurationUtils.throwIfURLIsNotAllowed; the default allows none).
@@ -49,11 +54,24 @@ class OAuthValidation:
 
 
 @dataclass(frozen=True)
+class KerberosService:
+    """The broker's Kerberos identity: its service principal (`kafka/localhost@REALM`), that
+    principal's keytab, and the realm's krb5.conf (for the broker's JVM)."""
+
+    principal: str
+    keytab: str
+    krb5_conf: str
+    service_name: str = "kafka"
+
+
+@dataclass(frozen=True)
 class BrokerSecurity:
-    """Which secured listeners to add: TLS ones with `tls`, OAuth ones with `oauth`."""
+    """Which secured listeners to add: TLS ones with `tls`, OAuth ones with `oauth`, the
+    Kerberos one with `kerberos`."""
 
     tls: TlsMaterial | None = None
     oauth: OAuthValidation | None = None
+    kerberos: KerberosService | None = None
 
     def listeners(self) -> dict[str, str]:
         """Listener name -> security protocol."""
@@ -65,6 +83,8 @@ class BrokerSecurity:
             found[OAUTH] = "SASL_PLAINTEXT"
             if self.tls is not None:
                 found[OAUTH_SSL] = "SASL_SSL"
+        if self.kerberos is not None:
+            found[GSSAPI] = "SASL_PLAINTEXT"
         return found
 
     def broker_config(self) -> dict[str, str]:
@@ -83,6 +103,19 @@ class BrokerSecurity:
                         f"{prefix}ssl.client.auth": "required" if name == MTLS else "none",
                     }
                 )
+            if name == GSSAPI and self.kerberos is not None:
+                service = self.kerberos
+                config.update(
+                    {
+                        f"{prefix}sasl.enabled.mechanisms": "GSSAPI",
+                        f"{prefix}gssapi.sasl.jaas.config": (
+                            f"{KERBEROS_LOGIN_MODULE} required useKeyTab=true storeKey=true "
+                            f'keyTab="{service.keytab}" principal="{service.principal}";'
+                        ),
+                        f"{prefix}sasl.kerberos.service.name": service.service_name,
+                    }
+                )
+                continue
             if protocol.startswith("SASL_") and self.oauth is not None:
                 config.update(
                     {
@@ -99,7 +132,11 @@ class BrokerSecurity:
         return config
 
     def system_properties(self) -> dict[str, str]:
-        if self.oauth is None:
-            return {}
-        urls = [self.oauth.jwks_url, *([self.oauth.token_url] if self.oauth.token_url else [])]
-        return {ALLOWED_URLS_PROPERTY: ",".join(urls)}
+        found: dict[str, str] = {}
+        if self.kerberos is not None:
+            # Java's Kerberos reads the realm's KDC from here, not from KRB5_CONFIG.
+            found["java.security.krb5.conf"] = self.kerberos.krb5_conf
+        if self.oauth is not None:
+            urls = [self.oauth.jwks_url, *([self.oauth.token_url] if self.oauth.token_url else [])]
+            found[ALLOWED_URLS_PROPERTY] = ",".join(urls)
+        return found

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kafkaspark.core.cluster import yarn_rest
+from airflow_provider_kafkaspark.core.cluster import spnego, yarn_rest
 from airflow_provider_kafkaspark.errors import (
     ClusterUnavailableError,
     LocalStackError,
@@ -40,9 +40,11 @@ from kafkaspark_devstack.yarn_config import (
     NodeLayout,
     NodeManagerPorts,
     ResourceManagerPorts,
+    WebAuth,
     properties_text,
     s3a_site,
     spark_defaults,
+    web_spnego_site,
     write_conf_dir,
     zookeeper_cfg,
 )
@@ -138,6 +140,7 @@ def daemon_command(
     heap_mb: int,
     extra_jars: list[Path] | None = None,
     args: tuple[str, ...] = (),
+    java_options: tuple[str, ...] = (),
 ) -> list[str]:
     jars = [*yarn_classpath(), *(extra_jars or [])]
     classpath = os.pathsep.join([str(conf_dir), *(str(j) for j in jars)])
@@ -145,6 +148,7 @@ def daemon_command(
         str(java / "bin" / "java"),
         f"-Xmx{heap_mb}m",
         *JAVA17_OPTIONS,
+        *java_options,
         "-Djava.net.preferIPv4Stack=true",
         f"-Dyarn.log.dir={log_dir}",
         f"-Dhadoop.log.dir={log_dir}",
@@ -172,6 +176,8 @@ class _ClusterState:
     # With ResourceManager HA: each RM's ports by id (rm1's are also `rm`), and ZooKeeper's.
     ha_rms: dict[str, ResourceManagerPorts] | None = None
     zk_port: int | None = None
+    # The RM's web UI and REST API behind SPNEGO (see WebAuth).
+    web_auth: WebAuth | None = None
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> _ClusterState:
@@ -190,6 +196,7 @@ class _ClusterState:
                 else None
             ),
             zk_port=raw.get("zk_port"),
+            web_auth=WebAuth(**raw["web_auth"]) if raw.get("web_auth") else None,
         )
 
 
@@ -223,6 +230,7 @@ class LocalYarnCluster:
         staging_dir: str | None = None,
         node_python: str | os.PathLike[str] | None = None,
         ha: bool = False,
+        web_auth: WebAuth | None = None,
     ) -> None:
         self.base_dir = Path(base_dir).resolve()
         # Where the containers' Python is installed; on the bed, one path for every node.
@@ -239,6 +247,11 @@ class LocalYarnCluster:
             if unknown:
                 raise LocalStackError(f"local YARN: unknown roles {unknown}; known: {ROLES}")
             split = tuple(roles) != ROLES or resource_manager is not None
+            if web_auth is not None and (ha or split):
+                raise LocalStackError(
+                    "local YARN: web_auth (SPNEGO) is for one ResourceManager on this host, "
+                    "without HA, roles or resource_manager"
+                )
             if ha and split:
                 raise LocalStackError(
                     "local YARN: ResourceManager HA (ha=True) runs every daemon on this host; "
@@ -263,6 +276,7 @@ class LocalYarnCluster:
                 node_host=HOST,
                 roles=list(roles),
                 staging_dir=staging_dir,
+                web_auth=web_auth,
             )
             if ha:
                 second = ResourceManagerPorts(
@@ -293,7 +307,21 @@ class LocalYarnCluster:
 
     def rm_web_url(self, rm_id: str) -> str:
         ports = (self._state.ha_rms or {}).get(rm_id, self._state.rm)
-        return f"http://{self._state.host}:{ports.web}"
+        # Behind SPNEGO the client asks for HTTP/<the URL's host>: the RM's principal's host.
+        host = "localhost" if self._state.web_auth else self._state.host
+        return f"http://{host}:{ports.web}"
+
+    @property
+    def web_auth(self) -> WebAuth | None:
+        return self._state.web_auth
+
+    def rest_transport(self) -> yarn_rest.Transport | None:
+        """The launcher's own REST calls: with web_auth, logged in as the probe principal."""
+        auth = self._state.web_auth
+        if auth is None:
+            return None
+        login = spnego.KerberosLogin(auth.probe_principal, auth.probe_keytab, "local YARN probe")
+        return yarn_rest.kerberos_transport(lambda: login)
 
     def spark_connection_extra(self) -> dict[str, str]:
         """The extra of a `spark` connection (host `yarn`) that submits to this cluster."""
@@ -366,8 +394,19 @@ class LocalYarnCluster:
             if "resourcemanager" in roles and ha is not None:
                 self._start_ha(timeout)
             elif "resourcemanager" in roles:
-                rm_conf = write_conf_dir(self.base_dir / "conf" / "rm", host, rm, tmp, None)
-                self._spawn("resourcemanager", RESOURCE_MANAGER, rm_conf, heap_mb=512)
+                auth = self._state.web_auth
+                rm_conf = write_conf_dir(
+                    self.base_dir / "conf" / "rm",
+                    host,
+                    rm,
+                    tmp,
+                    None,
+                    web_spnego_site(auth) if auth else None,
+                )
+                krb5 = (f"-Djava.security.krb5.conf={auth.krb5_conf}",) if auth else ()
+                self._spawn(
+                    "resourcemanager", RESOURCE_MANAGER, rm_conf, heap_mb=512, java_options=krb5
+                )
                 self._wait(timeout, "the ResourceManager's REST API", self._rm_answers)
             if "nodemanager" in roles:
                 # Its ports mean nothing to clients: fresh free ones at each start.
@@ -439,7 +478,8 @@ class LocalYarnCluster:
     def _running_nodes(self) -> list[dict[str, Any]]:
         """The ResourceManager's RUNNING nodes; none while it does not answer."""
         try:
-            nodes = yarn_rest.get(self.web_url, "/ws/v1/cluster/nodes").get("nodes") or {}
+            found = yarn_rest.get(self.web_url, "/ws/v1/cluster/nodes", self.rest_transport())
+            nodes = found.get("nodes") or {}
         except ClusterUnavailableError:
             return []
         return [n for n in nodes.get("node", []) if n.get("state") == "RUNNING"]
@@ -563,6 +603,7 @@ class LocalYarnCluster:
         heap_mb: int,
         extra_jars: list[Path] | None = None,
         args: tuple[str, ...] = (),
+        java_options: tuple[str, ...] = (),
     ) -> None:
         log_dir = self.base_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -570,7 +611,9 @@ class LocalYarnCluster:
         env = {**os.environ, "JAVA_HOME": str(java), "HADOOP_CONF_DIR": str(conf_dir)}
         with open(log_dir / f"{name}.out", "ab") as out:
             proc = subprocess.Popen(
-                daemon_command(java, main_class, conf_dir, log_dir, heap_mb, extra_jars, args),
+                daemon_command(
+                    java, main_class, conf_dir, log_dir, heap_mb, extra_jars, args, java_options
+                ),
                 cwd=self.base_dir,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -621,7 +664,7 @@ class LocalYarnCluster:
 
     def _rm_answers(self) -> bool:
         try:
-            yarn_rest.get(self.web_url, "/ws/v1/cluster/info")
+            yarn_rest.get(self.web_url, "/ws/v1/cluster/info", self.rest_transport())
         except ClusterUnavailableError:
             return False
         return True

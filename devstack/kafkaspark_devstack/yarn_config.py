@@ -196,6 +196,37 @@ def core_site(tmp_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str
     return {"fs.defaultFS": "file:///", "hadoop.tmp.dir": str(tmp_dir), **(extra or {})}
 
 
+@dataclass(frozen=True)
+class WebAuth:
+    """The ResourceManager's web UI and REST API behind SPNEGO (Kerberos): the RM's HTTP
+    principal and keytab, the realm's krb5.conf (for its JVM), and the login the launcher's own
+    readiness probes use."""
+
+    principal: str  # HTTP/localhost@REALM
+    keytab: str
+    krb5_conf: str
+    probe_principal: str
+    probe_keytab: str
+
+
+# Hadoop's own web authentication filter: with `type=kerberos`, every page and REST resource
+# of the daemon asks for SPNEGO. It needs no Hadoop RPC security (hadoop.security.
+# authentication stays `simple`): the RM keeps this filter as configured then
+# (RMWebAppUtil.setupSecurityAndFilters swaps in its own only with RPC security on).
+AUTH_FILTER_INITIALIZER = "org.apache.hadoop.security.AuthenticationFilterInitializer"
+
+
+def web_spnego_site(auth: WebAuth) -> dict[str, str]:
+    """core-site.xml settings of a daemon whose web server asks for SPNEGO."""
+    return {
+        "hadoop.http.filter.initializers": AUTH_FILTER_INITIALIZER,
+        "hadoop.http.authentication.type": "kerberos",
+        "hadoop.http.authentication.kerberos.principal": auth.principal,
+        "hadoop.http.authentication.kerberos.keytab": auth.keytab,
+        "hadoop.http.authentication.simple.anonymous.allowed": "false",
+    }
+
+
 def s3a_site(spark_conf: Mapping[str, str]) -> dict[str, str]:
     """Hadoop's own S3A settings from Spark's `spark.hadoop.fs.s3a.*` ones (a NodeManager
     and spark-submit read a staging folder on S3 with Hadoop's configuration)."""

@@ -12,13 +12,20 @@ not follow for a PUT, so redirects are never followed, only taken as "standby". 
 active one among them the call fails at once with `NoActiveResourceManagerError`, naming each
 address and what it said: the caller's own polling decides whether to ask again later.
 
+Secured clusters: an RM whose web filter asks for SPNEGO (a 401 with `WWW-Authenticate:
+Negotiate`) gets the request again with a Kerberos ticket (`spnego.py`): by default this
+host's ticket cache or client keytab, or the login a caller gives (`kerberos_transport`, as
+the YARN backend does from its `spark` connection). A login that fails, or a 401 this client
+cannot answer, is a `ClusterAuthenticationError` at once: not a reason to try another RM.
+
 The decisions (which address next, what an answer means) are plain functions over the
-answer; the one function that does I/O is the transport (`urllib_transport`), so that an
-authenticating one (SPNEGO on a secured cluster) can take its place.
+answer; the one function that does I/O is the transport (`urllib_transport`), so that another
+one can take its place.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.error
 import urllib.parse
@@ -27,8 +34,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from airflow_provider_kafkaspark.core.cluster import spnego
 from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef, check_yarn_application
 from airflow_provider_kafkaspark.errors import (
+    ClusterAuthenticationError,
     ClusterUnavailableError,
     InvalidArgumentError,
     JobNotFoundError,
@@ -51,12 +60,16 @@ class Answer:
     body: str = ""
     location: str = ""  # a redirect's target
     error: str = ""
+    authenticate: str = ""  # a 401's WWW-Authenticate header
 
 
 Transport = Callable[[str, str, "bytes | None"], Answer]
-"""(method, url, JSON body or None) -> Answer; never raises for a network failure."""
+"""(method, url, JSON body or None) -> Answer; never raises for a network failure (a failed
+login is a ClusterAuthenticationError)."""
 
-Kind = Literal["active", "standby", "unreachable", "failed", "not_found", "refused"]
+Kind = Literal[
+    "active", "standby", "unreachable", "failed", "not_found", "refused", "unauthenticated"
+]
 # Answers after which another address may do better; the others end the call.
 MOVE_ON: frozenset[Kind] = frozenset({"standby", "unreachable", "failed"})
 
@@ -119,6 +132,15 @@ def classify(answer: Answer) -> Verdict:
         return Verdict("not_found", "does not know it (404)")
     if answer.status >= 500:
         return Verdict("failed", f"failed: HTTP {answer.status} {_excerpt(answer.body)}")
+    if answer.status == 401:
+        # Unauthenticated: a login the transport could not make would have raised, so this
+        # server refused the one given, or asks for a scheme this client does not speak.
+        scheme = answer.authenticate.split(" ", 1)[0] or "none named"
+        return Verdict(
+            "unauthenticated",
+            f"refused the request as unauthenticated: HTTP 401 (WWW-Authenticate: {scheme}; "
+            f"this client answers {spnego.NEGOTIATE}, i.e. {spnego.MECHANISM})",
+        )
     if answer.status >= 400:
         # Denied (401, 403) or a request it will not take: every RM of a cluster shares its
         # configuration, so another address would say the same.
@@ -182,21 +204,56 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
-def urllib_transport(method: str, url: str, data: bytes | None) -> Answer:
-    request = urllib.request.Request(
-        url,
-        data=data,
-        method=method,
-        headers={"Accept": "application/json", "Content-Type": "application/json"},
-    )
+def _send(method: str, url: str, data: bytes | None, authorization: str | None) -> Answer:
+    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    if authorization:
+        headers["Authorization"] = authorization
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with _OPENER.open(request, timeout=TIMEOUT_S) as response:
-            return Answer(response.status, response.read().decode(errors="replace"))
+            body = response.read().decode(errors="replace")
+            return Answer(
+                response.status, body, authenticate=response.headers.get("WWW-Authenticate", "")
+            )
     except urllib.error.HTTPError as exc:
         body = exc.read().decode(errors="replace")
-        return Answer(exc.code, body, exc.headers.get("Location", "") if exc.headers else "")
+        found = exc.headers
+        return Answer(
+            exc.code,
+            body,
+            found.get("Location", "") if found else "",
+            authenticate=found.get("WWW-Authenticate", "") if found else "",
+        )
     except (urllib.error.URLError, OSError) as exc:
         return Answer(0, error=str(getattr(exc, "reason", exc)))
+
+
+def _default_login() -> spnego.KerberosLogin:
+    return spnego.KerberosLogin()
+
+
+def urllib_transport(
+    method: str,
+    url: str,
+    data: bytes | None,
+    login: spnego.LoginSource = _default_login,
+) -> Answer:
+    """The request; when the server answers 401 offering Negotiate, once more with a
+    Kerberos ticket of `login` (resolved only then). At most two requests."""
+    answer = _send(method, url, data, None)
+    if answer.status != 401 or not spnego.offers_negotiate(answer.authenticate):
+        return answer
+    who = login()
+    header, context = spnego.authorization(url, who)
+    answer = _send(method, url, data, header)
+    if answer.status != 0 and answer.status < 400:
+        spnego.confirm(context, answer.authenticate, who, url)
+    return answer
+
+
+def kerberos_transport(login: spnego.LoginSource) -> Transport:
+    """The default transport, logging in as `login` says when a server asks for SPNEGO."""
+    return functools.partial(urllib_transport, login=login)
 
 
 TRANSPORT: Transport = urllib_transport
@@ -229,6 +286,11 @@ def call(
         where = f"{redact(address)}{path}"
         if verdict.kind == "not_found":
             raise JobNotFoundError(f"{where}: the ResourceManager {verdict.detail}")
+        if verdict.kind == "unauthenticated":
+            # Every RM of a cluster shares its web filter: another would say the same.
+            raise ClusterAuthenticationError(
+                f"{method} {where}: the ResourceManager {verdict.detail}"
+            )
         if verdict.kind == "refused":
             raise ClusterUnavailableError(f"{method} {where}: the ResourceManager {verdict.detail}")
         tried.append((address, verdict.detail))
@@ -239,16 +301,16 @@ def call(
     )
 
 
-def get(resource_manager: str, path: str) -> dict[str, Any]:
+def get(resource_manager: str, path: str, transport: Transport | None = None) -> dict[str, Any]:
     """GET a resource of a ResourceManager's REST API (`/ws/v1/cluster/...`) as JSON."""
-    return call(resource_manager, path)
+    return call(resource_manager, path, transport=transport)
 
 
-def application(ref: YarnJobRef) -> dict[str, Any]:
+def application(ref: YarnJobRef, transport: Transport | None = None) -> dict[str, Any]:
     """The ResourceManager's record of the reference's application, checked to be this job's
     (`state`, `finalStatus`, `diagnostics`, `currentAppAttemptId`, ...)."""
     path = f"/ws/v1/cluster/apps/{ref.application_id}"
-    app: dict[str, Any] = call(ref.resource_manager, path).get("app") or {}
+    app: dict[str, Any] = call(ref.resource_manager, path, transport=transport).get("app") or {}
     if not app:
         where = ",".join(redact(a) for a in ref.resource_manager.split(","))
         raise JobNotFoundError(f"{where}{path}: no application in the answer")
@@ -256,21 +318,24 @@ def application(ref: YarnJobRef) -> dict[str, Any]:
     return app
 
 
-def attempts(ref: YarnJobRef) -> list[dict[str, Any]]:
+def attempts(ref: YarnJobRef, transport: Transport | None = None) -> list[dict[str, Any]]:
     """The application's attempts, oldest first (a restarted driver is a new attempt)."""
-    found = call(ref.resource_manager, f"/ws/v1/cluster/apps/{ref.application_id}/appattempts")
+    path = f"/ws/v1/cluster/apps/{ref.application_id}/appattempts"
+    found = call(ref.resource_manager, path, transport=transport)
     listed = (found.get("appAttempts") or {}).get("appAttempt") or []
     return sorted(listed, key=lambda a: int(a.get("id", 0)))
 
 
-def kill(ref: YarnJobRef, diagnostics: str | None = None) -> str:
+def kill(
+    ref: YarnJobRef, diagnostics: str | None = None, transport: Transport | None = None
+) -> str:
     """Ask the ResourceManager to kill the application (no new attempt follows); returns the
     state it reports. Only after checking that the application is this job's. `diagnostics`
     replaces the ResourceManager's own "killed by user" in the application's record, which
     is what a status shows of an application that ended its own run."""
-    application(ref)
+    application(ref, transport)
     body = {"state": "KILLED"}
     if diagnostics:
         body["diagnostics"] = diagnostics
     path = f"/ws/v1/cluster/apps/{ref.application_id}/state"
-    return str(call(ref.resource_manager, path, "PUT", body).get("state", ""))
+    return str(call(ref.resource_manager, path, "PUT", body, transport).get("state", ""))

@@ -5,6 +5,7 @@ properties file rather than on the command line."""
 
 from __future__ import annotations
 
+import base64
 import json
 import stat
 import zipfile
@@ -15,10 +16,11 @@ import pytest
 
 from airflow_provider_kafkaspark.backends.base import SubmitOptions
 from airflow_provider_kafkaspark.backends.package_archive import package_zip
-from airflow_provider_kafkaspark.backends.yarn import YarnBackend, restart_conf
+from airflow_provider_kafkaspark.backends.yarn import YarnBackend, kerberos_login_of, restart_conf
 from airflow_provider_kafkaspark.core.cluster.hadoop_credentials import decode_secret_keys
 from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
+from airflow_provider_kafkaspark.core.cluster.spnego import KerberosLogin
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import (
     ClusterUnavailableError,
@@ -206,3 +208,42 @@ def test_a_connection_may_name_two_resource_managers(monkeypatch: pytest.MonkeyP
     )
     with pytest.raises(InvalidInputError, match=r"'spark_ha'.*'rm2:8088' is not an http"):
         YarnBackend("spark_ha").resource_manager()
+
+
+def test_the_spnego_login_comes_from_the_connection_kerberos_fields(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    keytab = b"\x05\x02 the keys"
+    extra = {
+        "deploy-mode": "cluster",
+        "principal": "airflow@KAFKASPARK.TEST",
+        "keytab": base64.b64encode(keytab).decode(),  # as the Spark provider's form keeps it
+    }
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_KRB", json.dumps({"conn_type": "spark", "host": "yarn", "extra": extra})
+    )
+    login = YarnBackend("spark_krb").kerberos_login()
+    assert login.principal == "airflow@KAFKASPARK.TEST"
+    assert login.source == "spark connection 'spark_krb'"
+    assert login.keytab is not None
+    written = Path(login.keytab)
+    assert written.read_bytes() == keytab
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert stat.S_IMODE(written.parent.stat().st_mode) == 0o700
+    # The same keytab again: the same file, not one more.
+    assert YarnBackend("spark_krb").kerberos_login().keytab == login.keytab
+
+
+def test_without_kerberos_fields_the_host_credentials_log_in() -> None:
+    assert kerberos_login_of("c", {}).keytab is None
+    assert "KRB5CCNAME" in kerberos_login_of("c", {}).source
+    assert YarnBackend().kerberos_login() == KerberosLogin()  # a reference alone: the host's
+    assert kerberos_login_of("c", {"principal": "me@R"}).principal == "me@R"
+
+
+def test_a_bad_connection_keytab_is_named_never_shown() -> None:
+    with pytest.raises(InvalidInputError, match=r"'spark_krb'.*no `principal`"):
+        kerberos_login_of("spark_krb", {"keytab": base64.b64encode(b"\x05\x02").decode()})
+    with pytest.raises(InvalidInputError, match="not a base64-encoded keytab") as caught:
+        kerberos_login_of("spark_krb", {"principal": "me@R", "keytab": "hunter2-secret"})
+    assert "hunter2" not in str(caught.value)

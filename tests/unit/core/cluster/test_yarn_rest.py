@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_kafkaspark.core.cluster import yarn_rest
+from airflow_provider_kafkaspark.core.cluster import spnego, yarn_rest
 from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef, job_ref_from_dict
 from airflow_provider_kafkaspark.core.cluster.yarn_rest import (
     Answer,
@@ -17,8 +17,10 @@ from airflow_provider_kafkaspark.core.cluster.yarn_rest import (
     resource_manager_addresses,
 )
 from airflow_provider_kafkaspark.errors import (
+    ClusterAuthenticationError,
     ClusterUnavailableError,
     InvalidArgumentError,
+    InvalidInputError,
     JobNotFoundError,
     NoActiveResourceManagerError,
 )
@@ -68,7 +70,7 @@ def test_a_standby_naming_the_active_one_sends_the_call_there_next() -> None:
         (Answer(200, "[1]"), "failed"),
         (Answer(503, "busy"), "failed"),
         (Answer(404, "Not Found"), "not_found"),
-        (Answer(401, "Authentication required"), "refused"),
+        (Answer(401, "Authentication required"), "unauthenticated"),
         (Answer(400, "bad state"), "refused"),
     ],
 )
@@ -172,3 +174,68 @@ def test_references_of_one_or_several_rms_load() -> None:
         }
         loaded = job_ref_from_dict(raw)
         assert isinstance(loaded, YarnJobRef) and loaded.resource_manager == given
+
+
+# -- secured clusters (SPNEGO) --------------------------------------------------------------
+
+
+def test_a_401_is_a_typed_authentication_error_asked_of_one_rm_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    script = Script({RM1: Answer(401, "", authenticate="Basic realm=x"), RM2: Answer(200, APP)})
+    monkeypatch.setattr(yarn_rest, "TRANSPORT", script)
+    with pytest.raises(ClusterAuthenticationError) as caught:
+        yarn_rest.application(ref())
+    assert "HTTP 401 (WWW-Authenticate: Basic" in str(caught.value)
+    assert "SPNEGO/Kerberos" in str(caught.value)
+    assert isinstance(caught.value, InvalidInputError)  # permanent: Airflow does not retry
+    assert len(script.asked) == 1
+
+
+def test_a_negotiate_challenge_is_answered_once_with_a_ticket(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sent: list[str | None] = []
+    answers = [Answer(401, "", authenticate="Negotiate"), Answer(200, APP)]
+
+    def send(method: str, url: str, data: bytes | None, authorization: str | None) -> Answer:
+        sent.append(authorization)
+        return answers[len(sent) - 1]
+
+    logins: list[spnego.KerberosLogin] = []
+
+    def authorization(url: str, login: spnego.KerberosLogin) -> tuple[str, object]:
+        logins.append(login)
+        return "Negotiate dG9rZW4=", None
+
+    monkeypatch.setattr(yarn_rest, "_send", send)
+    monkeypatch.setattr(spnego, "authorization", authorization)
+    monkeypatch.setattr(spnego, "confirm", lambda *a: None)
+    login = spnego.KerberosLogin("me@R", "/k.keytab", "spark connection 'x'")
+    transport = yarn_rest.kerberos_transport(lambda: login)
+    assert yarn_rest.application(ref(RM1), transport)["state"] == "RUNNING"
+    assert sent == [None, "Negotiate dG9rZW4="]
+    assert logins == [login]
+
+
+def test_an_unsecured_rm_never_resolves_the_login(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yarn_rest, "_send", lambda *a: Answer(200, APP))
+
+    def login() -> spnego.KerberosLogin:
+        raise AssertionError("an unsecured RM's call must not read a connection's login")
+
+    assert yarn_rest.application(ref(RM1), yarn_rest.kerberos_transport(login))
+
+
+def test_a_refused_ticket_is_not_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[str | None] = []
+
+    def send(method: str, url: str, data: bytes | None, authorization: str | None) -> Answer:
+        sent.append(authorization)
+        return Answer(401, "", authenticate="Negotiate")
+
+    monkeypatch.setattr(yarn_rest, "_send", send)
+    monkeypatch.setattr(spnego, "authorization", lambda url, login: ("Negotiate eA==", None))
+    with pytest.raises(ClusterAuthenticationError, match="unauthenticated: HTTP 401"):
+        yarn_rest.application(ref(), yarn_rest.kerberos_transport(spnego.KerberosLogin))
+    assert len(sent) == 2  # one plain request and one with the ticket; RM2 not asked
