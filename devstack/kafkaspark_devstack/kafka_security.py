@@ -20,8 +20,12 @@ The broker reads the TLS material as PEM files (`ssl.keystore.type=PEM`), no JKS
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kafkaspark_devstack.tls_material import TlsMaterial
+if TYPE_CHECKING:
+    # Only a type here: the Spark-release driver environments that import the launcher (the
+    # test matrix) have no `cryptography`, which making the material needs.
+    from kafkaspark_devstack.tls_material import TlsMaterial
 
 SSL = "SSL"
 MTLS = "MTLS"
