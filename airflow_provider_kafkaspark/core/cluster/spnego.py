@@ -149,7 +149,7 @@ def ccache_name(login: KerberosLogin) -> str:
 
 def _gssapi(login: KerberosLogin, url: str) -> Any:
     try:
-        import gssapi
+        import gssapi  # type: ignore[import-not-found, unused-ignore]  # the kerberos extra
     except ImportError:
         raise ClusterAuthenticationError(
             failure_message(
