@@ -27,10 +27,7 @@ nothing of the login goes into the reference.
 
 from __future__ import annotations
 
-import atexit
-import hashlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -46,7 +43,7 @@ from airflow_provider_kafkaspark.core.cluster.hadoop_credentials import encode_s
 from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef, YarnJobRef, require_backend
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
-from airflow_provider_kafkaspark.core.storage.private_file import write_private
+from airflow_provider_kafkaspark.core.storage.private_file import private_copy, write_private
 from airflow_provider_kafkaspark.errors import ClusterUnavailableError, InvalidInputError
 from airflow_provider_kafkaspark.spark.secrets import ALIAS_PREFIX
 
@@ -54,20 +51,6 @@ RM_ADDRESS_EXTRA = "yarn_resourcemanager_webapp_address"
 # The official Spark provider's Kerberos fields of a `spark` connection's extra.
 PRINCIPAL_EXTRA = "principal"
 KEYTAB_EXTRA = "keytab"
-# A connection's keytab, written once per process and content into a folder only this user
-# reads, removed when the process ends: gssapi reads keytabs from files only.
-_KEYTABS: dict[str, str] = {}
-
-
-def private_keytab(content: bytes) -> str:
-    """The path of a private file holding `content` (a keytab), the same for the same bytes."""
-    digest = hashlib.sha256(content).hexdigest()[:16]
-    if digest in _KEYTABS and os.path.isfile(_KEYTABS[digest]):
-        return _KEYTABS[digest]
-    folder = tempfile.mkdtemp(prefix="kafkaspark-keytab-")  # mode 0700
-    atexit.register(shutil.rmtree, folder, True)
-    _KEYTABS[digest] = str(write_private(Path(folder) / "client.keytab", content))
-    return _KEYTABS[digest]
 
 
 def kerberos_login_of(conn_id: str, extra: dict[str, Any]) -> spnego.KerberosLogin:
@@ -86,7 +69,7 @@ def kerberos_login_of(conn_id: str, extra: dict[str, Any]) -> spnego.KerberosLog
             f"{where}: the extra has a `keytab` but no `principal`: the {spnego.MECHANISM} "
             f"login needs the principal whose keys the keytab holds"
         )
-    keytab = private_keytab(spnego.decode_keytab(encoded, where))
+    keytab = str(private_copy(spnego.decode_keytab(encoded, where), "client.keytab"))
     return spnego.KerberosLogin(principal, keytab, where)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import os
-import tempfile
 from collections.abc import MutableMapping
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +24,7 @@ from airflow_provider_kafkaspark.core.cluster.hadoop_credentials import (
 from airflow_provider_kafkaspark.core.kafka.security import EMBEDDED
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec, JobSpecError
 from airflow_provider_kafkaspark.core.spec.secret_env import VARIABLE_PREFIX, fill_secrets
-from airflow_provider_kafkaspark.core.storage.private_file import write_private
+from airflow_provider_kafkaspark.core.storage.private_file import private_copy
 
 TOKEN_FILE_ENV = "HADOOP_TOKEN_FILE_LOCATION"
 # The alias of each secret key in the credentials: this prefix, then the variable's name.
@@ -62,19 +61,18 @@ def load_job_spec(path: str, environ: MutableMapping[str, str] | None = None) ->
     return with_embedded_files(fill_secrets(JobSpec.load(path), {**target, **variables}))
 
 
-def with_embedded_files(spec: JobSpec, folder: str | None = None) -> JobSpec:
+def with_embedded_files(spec: JobSpec) -> JobSpec:
     """The spec with each file its Kafka settings carry (a keytab, `security.EMBEDDED`)
     written to a private file of this host, the setting naming that file: both clients
     want a path."""
     embedded = {k: v for k, v in spec.kafka_config.items() if str(v).startswith(EMBEDDED)}
     if not embedded:
         return spec
-    where = Path(folder or tempfile.mkdtemp(prefix="kafkaspark-files-"))  # mode 0700
     config = dict(spec.kafka_config)
     for key, value in embedded.items():
         try:
             content = base64.b64decode(value[len(EMBEDDED) :], validate=True)
         except ValueError:
             raise JobSpecError(f"job spec field 'kafka_config.{key}': not base64") from None
-        config[key] = str(write_private(where / key.replace(".", "_"), content))
+        config[key] = str(private_copy(content, key.replace(".", "_")))
     return replace(spec, kafka_config=config)

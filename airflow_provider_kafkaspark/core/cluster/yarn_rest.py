@@ -142,7 +142,7 @@ def classify(answer: Answer) -> Verdict:
             f"this client answers {spnego.NEGOTIATE}, i.e. {spnego.MECHANISM})",
         )
     if answer.status >= 400:
-        # Denied (401, 403) or a request it will not take: every RM of a cluster shares its
+        # Denied (403) or a request it will not take: every RM of a cluster shares its
         # configuration, so another address would say the same.
         return Verdict("refused", f"refused: HTTP {answer.status} {_excerpt(answer.body)}")
     try:
@@ -312,7 +312,7 @@ def application(ref: YarnJobRef, transport: Transport | None = None) -> dict[str
     path = f"/ws/v1/cluster/apps/{ref.application_id}"
     app: dict[str, Any] = call(ref.resource_manager, path, transport=transport).get("app") or {}
     if not app:
-        where = ",".join(redact(a) for a in ref.resource_manager.split(","))
+        where = ",".join(map(redact, resource_manager_addresses(ref.resource_manager)))
         raise JobNotFoundError(f"{where}{path}: no application in the answer")
     check_yarn_application(ref, app)
     return app
