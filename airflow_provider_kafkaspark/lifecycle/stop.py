@@ -22,6 +22,7 @@ from airflow_provider_kafkaspark.core.control.reports import StoppedReport
 from airflow_provider_kafkaspark.core.control.requests import (
     StopRequest,
     ended_before_running,
+    reported_after_request,
     stop_wait_s,
 )
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
@@ -191,7 +192,11 @@ def observe_stop(checkpoint: str, requested_at_ms: int, ref: JobRef | None) -> S
 
     def answering() -> StoppedReport | None:
         stopped = control.read_stopped()
-        return stopped if stopped is not None and stopped.stopped_at_ms >= requested_at_ms else None
+        return (
+            stopped
+            if stopped is not None and reported_after_request(stopped, requested_at_ms)
+            else None
+        )
 
     report = answering()
     if report is not None:

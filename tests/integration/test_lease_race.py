@@ -67,14 +67,15 @@ def test_two_processes_race_and_exactly_one_holds_each_round(base_url: str) -> N
 
 def test_a_renew_after_a_takeover_is_refused(base_url: str) -> None:
     folder = ControlFolder(f"{base_url}/renew")
-    t0 = now_ms()
-    first = Lease.new("job", ttl_ms=5_000, at_ms=t0)
-    folder.acquire_lease(first, at_ms=t0)
+    first = Lease.new("job", ttl_ms=2_000)
+    folder.acquire_lease(first)
     with pytest.raises(LeaseHeldError, match="held by"):
-        folder.acquire_lease(Lease.new("job", ttl_ms=5_000, at_ms=t0 + 1_000), at_ms=t0 + 1_000)
-    # First's heartbeat is 6 s old: expired, so a second driver takes over.
-    second = Lease.new("job", ttl_ms=5_000, at_ms=t0 + 6_000)
-    taken = folder.acquire_lease(second, at_ms=t0 + 6_000)
+        folder.acquire_lease(Lease.new("job", ttl_ms=2_000))
+    # The storage wrote first's lease over 2 s ago (by its own clock, whole seconds on S3):
+    # expired, so a second driver takes over.
+    time.sleep(3.5)
+    second = Lease.new("job", ttl_ms=2_000)
+    taken = folder.acquire_lease(second)
     assert taken is not None and taken.owner_id == first.owner_id
     with pytest.raises(LeaseHeldError, match="taken over by"):
         folder.renew_lease(first)

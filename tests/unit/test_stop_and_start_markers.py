@@ -16,6 +16,7 @@ from airflow_provider_kafkaspark.core.control.reports import StoppedReport
 from airflow_provider_kafkaspark.core.control.requests import (
     SubmittedMarker,
     ended_before_running,
+    reported_after_request,
     start_pending,
     stop_wait_s,
 )
@@ -200,3 +201,23 @@ def test_the_transformation_module_must_be_findable(tmp_path: Path) -> None:
         check_code_visible(gone, search_path=[])
     # The package's own example is found on this process's path.
     check_code_visible(spec())
+
+
+def test_a_report_answers_the_stop_it_names_whatever_the_driver_s_clock() -> None:
+    # The driver's clock runs 30 s behind the stopper's: its report's own time is before the
+    # request, but it names the request it answers.
+    requested_at = 1_800_000_000_000
+    report = StoppedReport(requested_at - 30_000, "stop request", True, 4, 4)
+    named = StoppedReport(
+        requested_at - 30_000, "stop request", True, 4, 4, requested_at_ms=requested_at
+    )
+    assert reported_after_request(named, requested_at)
+    assert not reported_after_request(report, requested_at)  # names none, written "before"
+    assert reported_after_request(
+        StoppedReport(requested_at + 1, "failed", False, 4, 3), requested_at
+    )
+    # A report of an earlier stop is not this one's answer, whatever its time says.
+    earlier = StoppedReport(
+        requested_at + 5_000, "stop request", True, 2, 2, requested_at_ms=requested_at - 1
+    )
+    assert not reported_after_request(earlier, requested_at)

@@ -19,7 +19,7 @@ report may act on the checkpoint at once (`ControlFolder.live_lease`), with or w
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from typing import Any, TypeVar
 
 from airflow_provider_kafkaspark.core.control.lease import Lease, lease_step, now_ms
@@ -100,7 +100,14 @@ class ControlFolder:
     # -- lease ----------------------------------------------------------------------
 
     def read_lease(self) -> Lease | None:
-        return self._read(LEASE_FILE, Lease)
+        """The lease, with its age by the storage's clock where the storage tells it."""
+        try:
+            found = self._read_lease_versioned()
+        except StorageError as exc:
+            raise ControlFileError(str(exc)) from exc
+        except OSError as exc:
+            raise ControlFileError(f"{self.location.describe(LEASE_FILE)}: {exc}") from exc
+        return found[0] if found is not None else None
 
     @property
     def lease_guarantee(self) -> str:
@@ -184,12 +191,13 @@ class ControlFolder:
             raw = json.loads(found.data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ControlFileError(f"{where}: not JSON ({exc})") from exc
-        return _from_dict(Lease, raw, where), found.version
+        lease = replace(_from_dict(Lease, raw, where), observed_age_ms=found.age_ms)
+        return lease, found.version
 
     def _write_lease(self, lease: Lease, version: str | None) -> bool:
         """Create the lease file (version None) or replace the one at `version`; the version
         written is kept for this owner's next renewal or release."""
-        data = json.dumps(asdict(lease), sort_keys=True).encode("utf-8")
+        data = json.dumps(lease.as_written(), sort_keys=True).encode("utf-8")
         path = self.location.path(LEASE_FILE)
         if version is None:
             written = self._lease_files.create(path, data)

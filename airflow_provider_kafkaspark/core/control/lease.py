@@ -3,6 +3,12 @@
 A driver renews its lease by a heartbeat; a lease not renewed within its ttl has expired. The
 rules here decide from what was read and observed (no I/O); `ControlFolder` (folder.py) does
 the conditional reads and writes.
+
+How old a lease is never compares two hosts' clocks where the storage can tell: a lease read
+from storage carries its age by the storage's own clock (`observed_age_ms`: on S3 the answer's
+Date minus the object's LastModified). The heartbeat time in the file is the holder's clock,
+kept for people and for storage that tells no age; a holder whose clock runs behind (or a
+reader whose clock runs ahead) would otherwise see a live lease as expired, and take it.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
 DEFAULT_LEASE_TTL_MS = 30_000
@@ -36,6 +42,9 @@ class Lease:
     # later attempt of the same application may take over an earlier one's lease at once.
     application_id: str | None = None
     attempt_id: str | None = None
+    # Set by a read from storage, never written: how long ago the storage wrote this lease,
+    # by the storage's clock (None: unknown, the heartbeat's own time is compared instead).
+    observed_age_ms: int | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def new(
@@ -61,10 +70,20 @@ class Lease:
         )
 
     def is_fresh(self, at_ms: int | None = None) -> bool:
-        return ((now_ms() if at_ms is None else at_ms) - self.heartbeat_at_ms) <= self.ttl_ms
+        return self.age_ms(at_ms) <= self.ttl_ms
 
     def age_ms(self, at_ms: int | None = None) -> int:
+        """Since the last renewal: by the storage's clock when the read observed it, else
+        `at_ms` (default: now, this host's clock) minus the holder's heartbeat time."""
+        if self.observed_age_ms is not None:
+            return self.observed_age_ms
         return (now_ms() if at_ms is None else at_ms) - self.heartbeat_at_ms
+
+    def as_written(self) -> dict[str, object]:
+        """The lease file's fields (what a read observed is not part of it)."""
+        values = asdict(self)
+        del values["observed_age_ms"]
+        return values
 
     def taken(self, at_ms: int | None = None) -> Lease:
         """This owner's lease as it is taken now: started and renewed at `at_ms`. A driver
@@ -72,11 +91,12 @@ class Lease:
         handover); written with the time it was built, a lease just taken looked expired,
         to a health check and to any driver that may take over an expired lease."""
         t = now_ms() if at_ms is None else at_ms
-        return replace(self, started_at_ms=t, heartbeat_at_ms=t)
+        return replace(self, started_at_ms=t, heartbeat_at_ms=t, observed_age_ms=None)
 
     def renewed(self, at_ms: int | None = None, application_id: str | None = None) -> Lease:
         values = asdict(self)
         values["heartbeat_at_ms"] = now_ms() if at_ms is None else at_ms
+        values["observed_age_ms"] = None
         if application_id is not None:
             values["application_id"] = application_id
         return Lease(**values)
@@ -140,11 +160,12 @@ def takeover_step(
 ) -> TakeoverStep:
     """What a starting driver does about the lease it found, from what it observed.
 
-    Take it when there is none, when it is ours, expired, signed off by a stopped report,
-    held by an earlier attempt of our own application, or by a process this host knows is
-    gone. Refuse when the holder renewed it while we watched: a live driver. Otherwise the
-    holder may have died where we cannot see (another node): wait, and take the lease once
-    it stayed unchanged for its whole ttl by our own clock, whatever the holder's clock said.
+    Take it when there is none, when it is ours, expired (by the storage's clock, when the
+    read observed it), signed off by a stopped report, held by an earlier attempt of our own
+    application, or by a process this host knows is gone. Refuse when the holder renewed it
+    while we watched: a live driver. Otherwise the holder may have died where we cannot see
+    (another node): wait, and take the lease once it stayed unchanged for its whole ttl by our
+    own clock, whatever the holder's clock said.
     """
     if held is None or held.owner_id == mine.owner_id:
         return "take"

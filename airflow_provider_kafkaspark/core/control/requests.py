@@ -75,7 +75,10 @@ def ended_before_running(lease: Lease | None, requested_at_ms: int) -> bool:
     without a report crashed: not this case."""
     if lease is None:
         return True
-    return lease.started_at_ms < requested_at_ms and not lease.is_fresh(requested_at_ms)
+    # A question about the moment of the request, not about now: the heartbeat's own time
+    # against the request's (two hosts' clocks; the storage tells ages only as of now).
+    expired_at_request = requested_at_ms - lease.heartbeat_at_ms > lease.ttl_ms
+    return lease.started_at_ms < requested_at_ms and expired_at_request
 
 
 def stop_wait_s(
@@ -102,3 +105,13 @@ def stop_wait_s(
         remaining_ms = marker.submitted_at_ms + marker.startup_timeout_ms - at_ms
         return base_wait_s + max(0.0, remaining_ms / 1000)
     return None
+
+
+def reported_after_request(stopped: StoppedReport, requested_at_ms: int) -> bool:
+    """Whether a stopped report came after the stop requested at `requested_at_ms`. A report
+    that names the request it answers is matched by that request's own time (stamped by the
+    requester's clock, and copied by the driver), never by the driver's clock, which may run
+    behind the requester's; one that names none (a failure, SIGTERM) by when it was written."""
+    if stopped.requested_at_ms is not None:
+        return stopped.requested_at_ms >= requested_at_ms
+    return stopped.stopped_at_ms >= requested_at_ms

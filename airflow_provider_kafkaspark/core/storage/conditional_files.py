@@ -15,10 +15,12 @@ Three ways, one interface (`conditional_files(location)` picks one):
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import fcntl
 import hashlib
 import os
 import posixpath
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +36,11 @@ READ_BACK = "write then read back (no precondition on this storage)"
 class Versioned:
     data: bytes
     version: str
+    # Milliseconds since the file was last written, by the storage's own clock (an object
+    # store: the Date of its answer minus the object's LastModified; local disk: this host's
+    # clock against the file's mtime), or None where the storage tells no such thing. It
+    # compares no writer's clock with the reader's: hosts whose clocks disagree agree on it.
+    age_ms: int | None = None
 
 
 class ConditionalFiles(Protocol):
@@ -73,6 +80,20 @@ def _digest(data: bytes) -> str:
 # -- S3 ---------------------------------------------------------------------------------------
 
 
+def store_age_ms(head: dict[str, Any]) -> int | None:
+    """How long ago the store wrote an object, by the store's clock: its answer's Date header
+    minus the object's LastModified (both whole seconds, so within a second or two)."""
+    modified = head.get("LastModified")
+    date = head.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    if modified is None or not date:
+        return None
+    try:
+        answered = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError):
+        return None
+    return max(0, int((answered - modified).total_seconds() * 1000))
+
+
 def _precondition_failed(exc: BaseException) -> bool:
     cause = exc.__cause__ or exc.__context__
     code = getattr(cause, "response", {}).get("Error", {}).get("Code")
@@ -91,12 +112,13 @@ class S3ConditionalFiles:
         # version, and a replace conditioned on the older version is refused (never the
         # reverse, which would let a decision on old data pass the check).
         self.fs.invalidate_cache(path)
+        bucket, key, _ = self.fs.split_path(path)
         try:
-            etag = str(self.fs.info(path)["ETag"])
+            head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
             data = bytes(self.fs.cat_file(path))
         except FileNotFoundError:
             return None
-        return Versioned(data, etag)
+        return Versioned(data, str(head["ETag"]), store_age_ms(head))
 
     def create(self, path: str, data: bytes) -> str | None:
         return self._put(path, data, mode="create")
@@ -147,9 +169,11 @@ class LocalConditionalFiles:
         try:
             with open(path, "rb") as f:
                 data = f.read()
+                modified_s = os.fstat(f.fileno()).st_mtime
         except FileNotFoundError:
             return None
-        return Versioned(data, _digest(data))
+        age_ms = max(0, int((time.time() - modified_s) * 1000))
+        return Versioned(data, _digest(data), age_ms)
 
     def create(self, path: str, data: bytes) -> str | None:
         with self._locked(path):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -23,6 +25,13 @@ def lease(owner: str, at_ms: int, ttl_ms: int = 10_000) -> Lease:
     return Lease(owner, "job", "host", 1, at_ms, at_ms, ttl_ms)
 
 
+def backdate_lease(folder: Path, seconds: float) -> None:
+    """The lease file as the disk would have it `seconds` after its last write: on storage
+    that tells a file's age, that age (not the heartbeat's own time) decides expiry."""
+    then = time.time() - seconds
+    os.utime(folder / "_kafkaspark" / "lease.json", (then, then))
+
+
 def test_fresh_lease_of_another_owner_is_refused(tmp_path: Path) -> None:
     control = ControlFolder(str(tmp_path))
     assert control.acquire_lease(lease("a", 1_000), at_ms=1_000) is None
@@ -34,6 +43,7 @@ def test_fresh_lease_of_another_owner_is_refused(tmp_path: Path) -> None:
 def test_expired_lease_is_taken_over_and_reported(tmp_path: Path) -> None:
     control = ControlFolder(str(tmp_path))
     control.acquire_lease(lease("a", 1_000), at_ms=1_000)
+    backdate_lease(tmp_path, 20)
     previous = control.acquire_lease(lease("b", 20_000), at_ms=20_000)
     assert previous is not None and previous.owner_id == "a"
     assert control.read_lease() == lease("b", 20_000)
@@ -124,6 +134,7 @@ def test_a_renewal_after_a_takeover_and_release_is_refused(tmp_path: Path) -> No
     paused, other = ControlFolder(str(tmp_path)), ControlFolder(str(tmp_path))
     a = lease("a", 1_000)
     paused.acquire_lease(a, at_ms=1_000)
+    backdate_lease(tmp_path, 40)
     other.acquire_lease(lease("b", 40_000), at_ms=40_000)
     other.release_lease(lease("b", 40_000))
     assert other.read_lease() is None
@@ -152,6 +163,7 @@ def test_release_leaves_a_lease_taken_over_since(tmp_path: Path) -> None:
     control, other = ControlFolder(str(tmp_path)), ControlFolder(str(tmp_path))
     a = lease("a", 1_000)
     control.acquire_lease(a, at_ms=1_000)
+    backdate_lease(tmp_path, 40)
     other.acquire_lease(lease("b", 40_000), at_ms=40_000)
     control.release_lease(a)
     held = control.read_lease()
@@ -165,3 +177,20 @@ def test_acquire_over_a_lease_changed_since_it_was_observed_is_refused(tmp_path:
     control.renew_lease(observed)  # the holder renews after the observation
     with pytest.raises(LeaseHeldError, match="held by driver a"):
         ControlFolder(str(tmp_path)).acquire_lease(lease("b", 2_000), at_ms=2_000, over=observed)
+
+
+def test_a_lease_s_age_is_the_storage_s_not_the_heartbeat_s(tmp_path: Path) -> None:
+    # The holder's clock runs 60 s behind the reader's: its heartbeat time looks a minute old,
+    # but the file was written a moment ago, and that decides.
+    control = ControlFolder(str(tmp_path))
+    behind = lease("a", int(time.time() * 1000) - 60_000)
+    control.acquire_lease(behind, force=True)
+    read = control.read_lease()
+    assert read is not None and read == behind
+    assert read.observed_age_ms is not None and read.observed_age_ms < 5_000
+    assert read.is_fresh() and control.live_lease() == behind
+    with pytest.raises(LeaseHeldError, match="held by driver a"):
+        ControlFolder(str(tmp_path)).acquire_lease(lease("b", int(time.time() * 1000)))
+    # What the storage observed is never written into the file.
+    raw = json.loads((tmp_path / "_kafkaspark" / "lease.json").read_text())
+    assert "observed_age_ms" not in raw

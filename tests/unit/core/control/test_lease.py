@@ -65,3 +65,19 @@ def test_another_pod_of_the_drivers_kubernetes_job_is_over() -> None:
     assert not later_attempt(other_job, mine)
     step = partial(takeover_step, mine=mine, unchanged_for_ms=0, at_ms=T + 1_000)
     assert step(other_job, renewed_while_watched=True) == "refuse"
+
+
+def test_a_lease_the_storage_saw_written_recently_is_fresh_whatever_the_clocks_say() -> None:
+    # Read on a host whose clock runs 60 s ahead of the holder's (or from a holder whose
+    # clock runs behind): the heartbeat time looks a minute old, the storage wrote it 2 s ago.
+    mine = lease("me", T + 60_000)
+    held = replace(lease("holder", T), observed_age_ms=2_000)
+    assert held.is_fresh(T + 60_000) and held.age_ms(T + 60_000) == 2_000
+    step = partial(takeover_step, mine=mine, at_ms=T + 60_000)
+    assert step(held, unchanged_for_ms=0, renewed_while_watched=False) == "wait"
+    assert step(held, unchanged_for_ms=3_000, renewed_while_watched=True) == "refuse"
+    # And the other way: a heartbeat time from a clock ahead does not keep a lease alive that
+    # the storage has not seen renewed for longer than its ttl.
+    stale = replace(lease("holder", T + 120_000), observed_age_ms=11_000)
+    assert step(stale, unchanged_for_ms=0, renewed_while_watched=False) == "take"
+    assert "observed_age_ms" not in stale.as_written()

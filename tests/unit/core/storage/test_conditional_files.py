@@ -68,3 +68,18 @@ def test_read_back_on_a_store_without_preconditions() -> None:
 )
 def test_each_storage_gets_its_way(url: str, guarantee: str) -> None:
     assert conditional_files(open_location(url)).guarantee == guarantee
+
+
+def test_an_object_s_age_is_the_store_s_date_minus_its_last_modified() -> None:
+    from datetime import UTC, datetime
+
+    from airflow_provider_kafkaspark.core.storage.conditional_files import store_age_ms
+
+    head = {
+        "LastModified": datetime(2026, 11, 27, 8, 24, 30, tzinfo=UTC),
+        "ResponseMetadata": {"HTTPHeaders": {"date": "Fri, 27 Nov 2026 08:24:41 GMT"}},
+    }
+    assert store_age_ms(head) == 11_000
+    assert store_age_ms({"LastModified": head["LastModified"]}) is None
+    bad = {**head, "ResponseMetadata": {"HTTPHeaders": {"date": "yesterday"}}}
+    assert store_age_ms(bad) is None
