@@ -1,0 +1,77 @@
+"""Clocks that disagree across hosts. The lease's expiry must not depend on comparing the
+holder's clock with a reader's: a driver host whose clock runs 2x the ttl ahead must not
+take a live lease (nor its submit see the job as not running), a holder whose clock runs 2x
+the ttl behind must not look dead, and an Airflow worker whose clock runs ahead must see the
+lease live. Before the lease's age came from the store's clock, each of these saw the live
+lease as expired and the skewed submit started a second driver that took it."""
+
+from __future__ import annotations
+
+import sys
+
+from kafkaspark_devstack.faults import Faults, clock_env
+from tests.cluster.bed_stack import BedStack
+from tests.faults.figures import record
+from tests.faults.scenario import StreamJob
+
+
+def refused_submit(job: StreamJob, host: str, env: dict[str, str]) -> str:
+    """A second submit of a running job on `host`: it must refuse; its message."""
+    try:
+        answer = job.submit(host, env=env)
+    except AssertionError as exc:  # BedStack.on: a non-zero exit, with both streams
+        assert "is running" in str(exc), exc
+        return str(exc).splitlines()[-1]
+    raise AssertionError(f"a submit on {host} started a second driver: {answer}")
+
+
+def test_clocks_ahead_and_behind_leave_the_live_lease_alone(
+    fault_bed: BedStack, faults: Faults
+) -> None:
+    job = StreamJob(fault_bed, "clocks")
+    skew_ms = 2 * job.lease_ttl_s * 1000
+    path = fault_bed.base_env["PYTHONPATH"]
+    ahead, behind = clock_env(skew_ms / 1000, path), clock_env(-skew_ms / 1000, path)
+    job.create(seed=83)
+
+    # The holder's clock runs behind: its heartbeat times look 2x the ttl old to everyone.
+    job.submit("d1", env=behind)
+    job.wait_committed(0, 300, "a first batch")
+    seen = {
+        "worker": job.lease("worker"),
+        "worker, clock ahead": job.lease("worker", env=ahead),
+        "d2, clock ahead": job.lease("d2", env=ahead),
+    }
+    stale = {where: lease for where, lease in seen.items() if not lease.get("fresh")}
+    assert not stale, f"a live lease looked expired: {stale}"
+
+    # A second submit: from a host whose clock is right, and from one whose clock runs ahead.
+    refusals = [refused_submit(job, "d2", {}), refused_submit(job, "d2", ahead)]
+    before = job.committed()
+    job.wait_committed(before, 120, "the holder still committing")
+
+    stopped = job.finish()
+    assert "clean" in stopped["stopped"], stopped
+    output = job.output_check()
+    history, rewritten = job.history()
+    record(
+        "clocks 2x ttl ahead and behind",
+        skew_s=skew_ms / 1000,
+        lease_ttl_s=job.lease_ttl_s,
+        **output,
+        holders_at_most=history.holders_at_most,
+        holders=len(history.owners),
+        second_submits_refused=len(refusals),
+        checkpoint_files_rewritten=len(rewritten),
+    )
+    assert output["duplicates"] == 0 and output["missing"] == 0, output
+    assert len(history.owners) == 1, history  # nobody took the live lease
+    assert rewritten == [], rewritten
+
+
+def test_clock_env_skews_the_wall_clock_of_a_host_s_processes(fault_bed: BedStack) -> None:
+    # The fault itself, checked: a process started with it reads its wall clock 60 s ahead.
+    argv = [sys.executable, "-c", "import time; print(time.time())"]
+    plain = float(fault_bed.on("d2", argv))
+    skewed = float(fault_bed.on("d2", argv, env=clock_env(60, fault_bed.base_env["PYTHONPATH"])))
+    assert 55 < skewed - plain < 70, (plain, skewed)
