@@ -4,11 +4,11 @@
         --spec job.json --master 'local[2]'
 
 It restarts the runner when it failed or died (exit 1, or killed by a signal); a clean stop
-(0), a stop that did not drain (2), a live lease elsewhere (3), a bad spec (4) and a standby
-that no handover reached (5) end supervision. SIGTERM is passed on to the runner, which
-drains and stops. Its state is kept in the control folder (`supervisor.json`,
-`core.control.reports.SupervisorState`): health sensors read `ended` to fail at once when no restart
-will come.
+(0), a stop that did not drain (2), a live lease elsewhere (3), a bad spec (4), a standby
+that no handover reached (5) and a lease taken over while it ran (6) end supervision.
+SIGTERM is passed on to the runner, which drains and stops. Its state is kept in the
+control folder (`supervisor.json`, `core.control.reports.SupervisorState`): health sensors
+read `ended` to fail at once when no restart will come.
 """
 
 from __future__ import annotations

@@ -23,8 +23,15 @@ log = logging.getLogger("kafkaspark.runner")
 
 EXIT_BAD_SPEC = 4  # also `managed.EXIT_BAD_JOB`
 EXIT_STANDBY_EXPIRED = 5  # a standby that no handover reached (final, not restarted)
-# Exits that another attempt would only repeat.
-FINAL_EXIT_CODES = frozenset({EXIT_BAD_SPEC, EXIT_STANDBY_EXPIRED})
+EXIT_LEASE_LOST = 6  # also `managed.EXIT_LEASE_LOST`: another driver took the lease over
+# Exits that another attempt would only repeat (the local supervisor's and the Kubernetes
+# Job's final exits are these too: core/cluster/restart.FINAL_EXITS).
+FINAL_EXIT_CODES = frozenset({EXIT_BAD_SPEC, EXIT_STANDBY_EXPIRED, EXIT_LEASE_LOST})
+_FINAL_REASONS = {
+    EXIT_LEASE_LOST: "another driver took the lease over",
+    EXIT_BAD_SPEC: "bad job",
+    EXIT_STANDBY_EXPIRED: "standby expired",
+}
 RM_CONF_KEYS = (
     "yarn.http.policy",
     "yarn.resourcemanager.webapp.address",
@@ -118,7 +125,7 @@ def end_application(ref: YarnJobRef, code: int) -> None:
     from airflow_provider_kafkaspark.core.cluster import yarn_rest
     from airflow_provider_kafkaspark.errors import KafkaSparkError
 
-    why = f"kafkaspark: exit {code} ({'bad job' if code == EXIT_BAD_SPEC else 'standby expired'})"
+    why = f"kafkaspark: exit {code} ({_FINAL_REASONS.get(code, 'final')})"
     why += " is final; the driver ended its application (see the checkpoint's stopped report)"
     log.warning(
         "ending application %s at %s: exit %d is final and another YARN attempt would only "

@@ -70,6 +70,10 @@ EXIT_FAILED = 1
 EXIT_NOT_DRAINED = 2
 EXIT_LEASE_HELD = 3
 EXIT_BAD_JOB = 4
+# The lease was taken over while this driver ran (it was paused or cut off past its ttl):
+# final everywhere, since a restart would only wait for the other driver's lease, and take the
+# job back once that driver was stopped.
+EXIT_LEASE_LOST = 6
 LISTENER_CATCH_UP_S = 10.0
 POLL_S = 1  # seconds between looks at the stop request (awaitTermination takes int)
 # A starting driver waits at most this long for a lease whose holder it cannot see to expire
@@ -198,7 +202,7 @@ class ManagedQuery:
         if self.lost_lease:
             # The checkpoint and its control folder now belong to the other driver.
             log.error("exiting without a stopped report: the lease was taken over")
-            return EXIT_FAILED
+            return EXIT_LEASE_LOST
         if self.bad_job is not None:
             return self._finish("bad job", EXIT_BAD_JOB, describe_error(self.bad_job))
         if error is not None and self.options.failures_final:
@@ -260,7 +264,7 @@ class ManagedQuery:
 
     def _finish(self, reason: str, code: int, message: str) -> int:
         if not self._still_holding():
-            return EXIT_FAILED
+            return EXIT_LEASE_LOST
         reader = CheckpointReader(self.options.checkpoint)
         position = reader.position() if reader.exists() else CheckpointPosition.empty(reader.url)
         clean = stopped_cleanly(
@@ -317,7 +321,7 @@ class ManagedQuery:
             )
         except LeaseHeldError as exc:
             self._lose_lease(f"{exc}; no stopped report written")
-            return EXIT_FAILED
+            return EXIT_LEASE_LOST
         self._finished = True
         log.info(
             "stopped (%s): planned %s, committed %s, clean=%s, exit %d",

@@ -13,8 +13,9 @@ from airflow_provider_kafkaspark.errors import InvalidInputError
 
 # The runner's exits that no restart policy restarts (spark/final_exit.py): a clean stop (0), a
 # stop without draining (2), the lease held by a live driver (3), a bad job (4), a standby no
-# handover reached (5). Any other exit, or a kill by a signal, is a crash.
-FINAL_EXITS = frozenset({0, 2, 3, 4, 5})
+# handover reached (5), the lease taken over while it ran (6). Any other exit, or a kill by a
+# signal, is a crash.
+FINAL_EXITS = frozenset({0, 2, 3, 4, 5, 6})
 
 
 @dataclass(frozen=True)

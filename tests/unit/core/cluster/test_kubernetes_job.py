@@ -49,7 +49,7 @@ def test_final_exits_fail_the_job_and_disruptions_do_not_count() -> None:
     assert fail["onExitCodes"] == {
         "containerName": "driver",
         "operator": "In",
-        "values": [2, 3, 4, 5],
+        "values": [2, 3, 4, 5, 6],
     }
     # Exit 0 completes the Job by itself (and is not allowed in an In rule).
     assert 0 in FINAL_EXITS and 0 not in fail["onExitCodes"]["values"]
