@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-matrix test-matrix setup-cluster setup-k8s e2e-k8s setup-kerberos e2e-kerberos demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
+.PHONY: setup setup-matrix test-matrix setup-faults e2e-faults setup-cluster setup-k8s e2e-k8s setup-kerberos e2e-kerberos demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
 
 setup:
 	bash scripts/setup.sh
@@ -29,9 +29,11 @@ demo-s3: setup
 	KAFKASPARK_FAST_JVM=1 $(PY) -m kafkaspark_devstack.demo --storage s3
 
 # Lint and the pure unit tests first: they fail in a minute where the rest takes twenty.
-test: setup setup-matrix lint
+# Then the real-stack tiers, the faults across hosts (tests/faults, root), the Spark matrix.
+test: setup setup-matrix setup-faults lint
 	$(PY) -m pytest tests/unit -ra -q --durations=5
 	$(PY) -m pytest tests/integration tests/e2e tests/reliability -ra --durations=25
+	$(PY) -m pytest tests/faults -ra --durations=10
 	$(MAKE) --no-print-directory test-matrix
 
 test-matrix: setup-matrix
@@ -47,6 +49,14 @@ integration: setup setup-matrix
 
 e2e: setup
 	$(PY) -m pytest tests/e2e -ra
+
+# Faults between hosts of the bed (network and PID namespaces, root): a driver's host cut
+# from S3 or Kafka, paused past its lease, clocks ahead and behind (about 6 minutes).
+setup-faults: setup
+	bash scripts/setup_faults.sh
+
+e2e-faults: setup-faults
+	$(PY) -m pytest tests/faults -ra --durations=10
 
 # The cluster stack on top of setup: the YARN daemons' jars (about 80 MB from Maven Central),
 # and the bed's Airflow deployment (PostgreSQL, its drivers, the Edge executor).

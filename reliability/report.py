@@ -94,9 +94,72 @@ def render(results_dir: Path = RESULTS) -> str:
     return "".join(parts)
 
 
+ACROSS_HOSTS_COLUMNS = (
+    "fault",
+    "duration s",
+    "records checked",
+    "duplicates",
+    "missing",
+    "lease holders at most",
+    "recover s",
+    "run",
+)
+
+ACROSS_HOSTS_HEADER = """
+## Across hosts
+
+Faults between the hosts of the multi-host bed (network and PID namespaces on one machine:
+S3, Kafka, two driver hosts and a worker's host), from `tests/faults/` (`make e2e-faults`;
+`make test` runs them), whose figures `benchmarks/results/across_hosts.json` keeps. Each
+scenario reads the sink `read_committed` at the end, and reads the lease file's history from
+the versions S3 kept of it: "lease holders at most" is 2 when a driver wrote the lease after
+another had taken it. "recover s" is, for a cut, the time from the heal to the next
+committed batch; for a pause, from the pause to the lease's expiry, after which a driver on
+another host took it.
+
+"""
+
+
+def render_across_hosts(results_dir: Path = RESULTS) -> str:
+    path = results_dir / "across_hosts.json"
+    if not path.exists():
+        return ACROSS_HOSTS_HEADER + "Not run yet.\n"
+    rows = []
+    for fault, f in sorted(json.loads(path.read_text()).items()):
+        duration = f.get("fault_s", f.get("skew_s", ""))
+        cells = (
+            fault,
+            f"{duration}",
+            f"{f['records']:,}",
+            f"{f['duplicates']:,}",
+            f"{f['missing']:,}",
+            f"{f['holders_at_most']}",
+            f"{f.get('recover_s', '-')}",
+            f.get("run_at", ""),
+        )
+        rows.append("| " + " | ".join(str(c) for c in cells) + " |")
+    details = "\n".join(
+        f"- **{fault}**: "
+        + ", ".join(f"`{k}`={v}" for k, v in sorted(f.items()) if k != "run_at")
+        for fault, f in sorted(json.loads(path.read_text()).items())
+    )
+    return (
+        ACROSS_HOSTS_HEADER
+        + "| "
+        + " | ".join(ACROSS_HOSTS_COLUMNS)
+        + " |\n|"
+        + "---|" * len(ACROSS_HOSTS_COLUMNS)
+        + "\n"
+        + "\n".join(rows)
+        + "\n\nEvery figure of each scenario:\n\n"
+        + details
+        + "\n"
+    )
+
+
 def write(results_dir: Path = RESULTS, doc: Path = DOC) -> Path:
     doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(render(results_dir))
+    doc.write_text(render(results_dir) + render_across_hosts(results_dir))
     return doc
 
 

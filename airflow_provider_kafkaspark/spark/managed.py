@@ -110,6 +110,9 @@ class ManagedQuery:
         self.stop_request: StopRequest | None = None
         self.committed_at_start: int | None = None
         self.lost_lease = False
+        # Lost to another driver (a fenced renewal refused), not merely unrenewed in time:
+        # then no restart of this driver may follow.
+        self.lease_taken_over = False
         self.drain_timeout_s = options.drain_timeout_s
         self.at_batch_boundary = False
         self.bad_job: BaseException | None = None
@@ -195,14 +198,19 @@ class ManagedQuery:
             try:
                 query.awaitTermination(POLL_S)
             except Exception:
-                # Spark raises the query's failure here; a check reports it (below).
+                # Spark raises the query's failure here; a check reports it (below). A failure
+                # on another driver's batch (CONCURRENT_STREAM_LOG_UPDATE, after a pause) may
+                # come before the heartbeat finds the lease taken: ask the lease first.
+                if not self._still_holding():
+                    break
                 if not self.options.failures_final or query.isActive:
                     raise
         error = query.exception()
         if self.lost_lease:
-            # The checkpoint and its control folder now belong to the other driver.
-            log.error("exiting without a stopped report: the lease was taken over")
-            return EXIT_LEASE_LOST
+            # The checkpoint and its control folder now belong to the other driver, or may
+            # soon: a driver that could not renew in time is restarted, to take it again.
+            log.error("exiting without a stopped report: the lease was lost")
+            return self._lost_lease_exit()
         if self.bad_job is not None:
             return self._finish("bad job", EXIT_BAD_JOB, describe_error(self.bad_job))
         if error is not None and self.options.failures_final:
@@ -264,7 +272,7 @@ class ManagedQuery:
 
     def _finish(self, reason: str, code: int, message: str) -> int:
         if not self._still_holding():
-            return EXIT_LEASE_LOST
+            return self._lost_lease_exit()
         reader = CheckpointReader(self.options.checkpoint)
         position = reader.position() if reader.exists() else CheckpointPosition.empty(reader.url)
         clean = stopped_cleanly(
@@ -320,7 +328,7 @@ class ManagedQuery:
                 ),
             )
         except LeaseHeldError as exc:
-            self._lose_lease(f"{exc}; no stopped report written")
+            self._lose_lease(f"{exc}; no stopped report written", taken_over=True)
             return EXIT_LEASE_LOST
         self._finished = True
         log.info(
@@ -406,7 +414,7 @@ class ManagedQuery:
                 self.lease = self.control.renew_lease(self.lease)
                 self._renewed_at = started
             except LeaseHeldError as exc:
-                self._lose_lease(str(exc))
+                self._lose_lease(str(exc), taken_over=True)
                 return
             except Exception as exc:  # noqa: BLE001 - storage hiccup: retry next tick
                 unrenewed_s = time.monotonic() - self._renewed_at
@@ -425,13 +433,17 @@ class ManagedQuery:
         try:
             self.lease = self.control.renew_lease(self.lease)
         except LeaseHeldError as exc:
-            self._lose_lease(f"{exc}; no stopped report written")
+            self._lose_lease(f"{exc}; no stopped report written", taken_over=True)
             return False
         except Exception as exc:  # noqa: BLE001 - the report's own write says more
             log.warning("lease check before the stopped report failed: %s", exc)
         return True
 
-    def _lose_lease(self, why: str) -> None:
+    def _lost_lease_exit(self) -> int:
+        return EXIT_LEASE_LOST if self.lease_taken_over else EXIT_FAILED
+
+    def _lose_lease(self, why: str, *, taken_over: bool = False) -> None:
+        self.lease_taken_over = self.lease_taken_over or taken_over
         log.error("lease lost, stopping the query at once: %s", why)
         self.lost_lease = True
         for query in self.spark.streams.active:

@@ -130,8 +130,10 @@ class StreamJob:
 
     stack: BedStack
     name: str
-    events_count: int = 3_000
-    max_offsets_per_trigger: int = 300
+    # Enough input for a minute of batches after any fault: a scenario that waits for the
+    # next batch must not find the source already read to its end.
+    events_count: int = 5_000
+    max_offsets_per_trigger: int = 100
     lease_ttl_s: int = 15
     events: list[AccessEvent] = field(default_factory=list)
     refs: list[str] = field(default_factory=list)
@@ -169,6 +171,7 @@ class StreamJob:
             source_topic=self.source,
             sink_topic=self.sink,
             max_offsets_per_trigger=self.max_offsets_per_trigger,
+            trigger_interval="1 second",
         )
         spec["spark_conf"] = {"spark.sql.shuffle.partitions": "2"}
         spec["lease_ttl_s"] = self.lease_ttl_s

@@ -7,6 +7,7 @@ lease as expired and the skewed submit started a second driver that took it."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 from kafkaspark_devstack.faults import Faults, clock_env
@@ -25,6 +26,21 @@ def refused_submit(job: StreamJob, host: str, env: dict[str, str]) -> str:
     raise AssertionError(f"a submit on {host} started a second driver: {answer}")
 
 
+def refused_driver_exit(
+    stack: BedStack, job: StreamJob, spec_file: str, env: dict[str, str]
+) -> int:
+    """Run a driver of `job` on d2 with `env` (its own copy of the spec); its exit code."""
+    copy = stack.bed.folder("d2") / "driver-spec.json"
+    shutil.copyfile(spec_file, copy)
+    argv = [sys.executable, "-m", "airflow_provider_kafkaspark.spark.runner", "--spec", str(copy)]
+    here = {**stack.base_env, **job.env(env), "KAFKASPARK_LOCAL_HOST": stack.addr["d2"]}
+    done = stack.bed.run("d2", [*argv, "--master", "local[2]"], env=here, timeout=240)
+    assert done.returncode == 3, (
+        f"exit {done.returncode}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    )
+    return done.returncode
+
+
 def test_clocks_ahead_and_behind_leave_the_live_lease_alone(
     fault_bed: BedStack, faults: Faults
 ) -> None:
@@ -35,7 +51,7 @@ def test_clocks_ahead_and_behind_leave_the_live_lease_alone(
     job.create(seed=83)
 
     # The holder's clock runs behind: its heartbeat times look 2x the ttl old to everyone.
-    job.submit("d1", env=behind)
+    first = job.submit("d1", env=behind)
     job.wait_committed(0, 300, "a first batch")
     seen = {
         "worker": job.lease("worker"),
@@ -47,6 +63,9 @@ def test_clocks_ahead_and_behind_leave_the_live_lease_alone(
 
     # A second submit: from a host whose clock is right, and from one whose clock runs ahead.
     refusals = [refused_submit(job, "d2", {}), refused_submit(job, "d2", ahead)]
+    # A driver started on the host whose clock runs ahead, past any submit's check (as a
+    # cluster manager's restart starts one): it must see the lease renewed and refuse (exit 3).
+    refused_driver = refused_driver_exit(fault_bed, job, first["job_ref"]["spec_file"], ahead)
     before = job.committed()
     job.wait_committed(before, 120, "the holder still committing")
 
@@ -62,6 +81,7 @@ def test_clocks_ahead_and_behind_leave_the_live_lease_alone(
         holders_at_most=history.holders_at_most,
         holders=len(history.owners),
         second_submits_refused=len(refusals),
+        skewed_driver_exit=refused_driver,
         checkpoint_files_rewritten=len(rewritten),
     )
     assert output["duplicates"] == 0 and output["missing"] == 0, output

@@ -15,7 +15,9 @@ from airflow_provider_kafkaspark.spark.final_exit import (
 )
 
 
-@pytest.mark.parametrize("code", [managed.EXIT_BAD_JOB, EXIT_BAD_SPEC, EXIT_STANDBY_EXPIRED])
+@pytest.mark.parametrize(
+    "code", [managed.EXIT_BAD_JOB, EXIT_BAD_SPEC, EXIT_STANDBY_EXPIRED, managed.EXIT_LEASE_LOST]
+)
 def test_a_final_exit_under_yarn_ends_the_application(code: int) -> None:
     assert final_on_yarn(code, "yarn")
 
