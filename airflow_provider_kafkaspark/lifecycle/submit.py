@@ -13,6 +13,7 @@ from typing import Any
 from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
+from airflow_provider_kafkaspark.core.control.requests import SubmittedMarker
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import JobSkippedError, NoLiveBootstrapError
 from airflow_provider_kafkaspark.lifecycle.errors import JobRunningError
@@ -22,7 +23,12 @@ from airflow_provider_kafkaspark.lifecycle.inputs import (
     live_first,
     with_connection,
 )
-from airflow_provider_kafkaspark.lifecycle.observe import latest_committed, live_lease
+from airflow_provider_kafkaspark.lifecycle.observe import (
+    latest_committed,
+    live_lease,
+    marker_ref,
+    starting_driver,
+)
 from airflow_provider_kafkaspark.lifecycle.record import clear_stale_stop_request, record_submit
 from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
 from airflow_provider_kafkaspark.lifecycle.stop import stop_job
@@ -35,13 +41,26 @@ class RunningDecision(str, Enum):
     FAIL = "fail"
     SKIP = "skip"
     REPLACE = "replace"
+    # A driver this same submitter started is still starting (its task was lost after the
+    # submit, before its result was kept): its retry takes that driver up.
+    ADOPT = "adopt"
 
 
-def decide_if_running(lease: Lease | None, if_running: str) -> RunningDecision:
-    """What a submit does about a live driver on the checkpoint."""
+def decide_if_running(
+    lease: Lease | None,
+    if_running: str,
+    starting: SubmittedMarker | None = None,
+    submitted_by: str = "",
+) -> RunningDecision:
+    """What a submit does about a live driver on the checkpoint, or one still starting (a
+    submitted marker younger than its startup bound, no lease taken yet): a driver is there
+    either way, and a second one would start next to it."""
     check_if_running(if_running)
-    if lease is None:
+    if lease is None and starting is None:
         return RunningDecision.SUBMIT
+    if lease is None and starting is not None:
+        if starting.job_ref is not None and starting.submitted_by == submitted_by:
+            return RunningDecision.ADOPT
     return RunningDecision(if_running)
 
 
@@ -89,9 +108,29 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
 
     spec = request.spec
     lease = live_lease(spec.checkpoint_location)
-    decision = decide_if_running(lease, request.if_running)
-    if lease is not None:
-        message = f"job {spec.job_name} is running: {lease.describe()}"
+    starting = starting_driver(spec.checkpoint_location) if lease is None else None
+    if starting is not None and backend_says_gone(starting, spec.checkpoint_location):
+        starting = None  # its start failed (a YARN application that ended): none is coming
+    submitter = request.options.submitted_by
+    decision = decide_if_running(lease, request.if_running, starting, submitter)
+    if decision is RunningDecision.ADOPT and starting is not None:
+        log.warning(
+            "job %s: a driver %s submitted %.0f s ago is still starting: taking it up "
+            "instead of submitting a second one",
+            spec.job_name,
+            submitter,
+            (now_ms() - starting.submitted_at_ms) / 1000,
+        )
+        return adopted_handle(spec, starting)
+    if lease is not None or starting is not None:
+        if lease is not None:
+            message = f"job {spec.job_name} is running: {lease.describe()}"
+        else:
+            assert starting is not None
+            message = (
+                f"job {spec.job_name} is starting: a driver submitted by "
+                f"{starting.submitted_by} has not taken its lease yet"
+            )
         if decision is RunningDecision.FAIL:
             raise JobRunningError(message + " (if_running='fail')")
         if decision is RunningDecision.SKIP:
@@ -142,6 +181,30 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
         handle = submit_job(backend, spec, request.options)
     handle.update(dead_bootstrap_servers=dead, restored=restored)
     return handle
+
+
+def backend_says_gone(starting: SubmittedMarker, checkpoint: str) -> bool:
+    """Whether the backend of a still-starting driver knows it is gone (False when it cannot
+    tell, as for a local driver of another host)."""
+    from airflow_provider_kafkaspark.backends import backend_for
+
+    ref = marker_ref(starting, checkpoint)
+    return ref is not None and backend_for(ref).alive(ref) is False
+
+
+def adopted_handle(spec: JobSpec, starting: SubmittedMarker) -> dict[str, Any]:
+    """The handle of a driver an earlier try of this submit started (its marker's)."""
+    assert starting.job_ref is not None
+    return {
+        "mode": starting.job_ref.get("backend"),
+        "job_name": spec.job_name,
+        "checkpoint": spec.checkpoint_location,
+        "job_ref": starting.job_ref,
+        "since_batch": latest_committed(spec.checkpoint_location),
+        "adopted": True,
+        "dead_bootstrap_servers": [],
+        "restored": None,
+    }
 
 
 def submit_job(backend: JobBackend, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:

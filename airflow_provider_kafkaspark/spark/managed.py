@@ -56,6 +56,7 @@ from airflow_provider_kafkaspark.core.control.requests import StopRequest
 from airflow_provider_kafkaspark.core.kafka.offsets import offsets_json
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointPosition, CheckpointReader
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError, LeaseHeldError
+from airflow_provider_kafkaspark.spark.lease_heartbeat import LeaseHeartbeat
 from airflow_provider_kafkaspark.spark.progress import LagCommitter, ProgressListener
 from airflow_provider_kafkaspark.spark.query_stop import stop_query
 
@@ -399,29 +400,22 @@ class ManagedQuery:
         )
 
     def _heartbeat(self) -> None:
-        """Renew the lease every ttl/3. A renewal is fenced (`ControlFolder.renew_lease`): a
-        lease taken over or removed while this driver was paused or cut off is lost, and the
-        query stops at once. So does one not renewed within its ttl (by this process's
-        monotonic clock, which runs on while the process is paused): another driver may hold
-        it by now."""
-        renew_every = self.options.lease_ttl_s / 3
-        tick = min(1.0, renew_every)
-        while not self._done.wait(tick):
-            started = time.monotonic()
-            if started - self._renewed_at < renew_every:
-                continue
-            try:
-                self.lease = self.control.renew_lease(self.lease)
-                self._renewed_at = started
-            except LeaseHeldError as exc:
-                self._lose_lease(str(exc), taken_over=True)
-                return
-            except Exception as exc:  # noqa: BLE001 - storage hiccup: retry next tick
-                unrenewed_s = time.monotonic() - self._renewed_at
-                if unrenewed_s > self.options.lease_ttl_s:
-                    self._lose_lease(f"not renewed for {unrenewed_s:.0f}s (last error: {exc})")
-                    return
-                log.warning("lease heartbeat failed, will retry: %s", exc)
+        """Renew the lease every ttl/3 (`lease_heartbeat.py`). A renewal is fenced
+        (`ControlFolder.renew_lease`): a lease taken over or removed while this driver was
+        paused or cut off is lost, and the query stops at once. So does one not renewed within
+        its ttl (by this process's monotonic clock, which runs on while the process is paused,
+        and whatever a hanging renewal call does): another driver may hold it by now."""
+
+        def renewed(lease: Lease, at: float) -> None:
+            self.lease, self._renewed_at = lease, at
+
+        LeaseHeartbeat(
+            renew=lambda: self.control.renew_lease(self.lease),
+            ttl_s=self.options.lease_ttl_s,
+            on_renewed=renewed,
+            on_lost=lambda why, taken_over: self._lose_lease(why, taken_over=taken_over),
+            renewed_at=lambda: self._renewed_at,
+        ).run(self._done)
 
     def _still_holding(self) -> bool:
         """A fenced renewal before the driver's last writes (lag offsets, the stop request,

@@ -5,9 +5,16 @@ named with exit code 2."""
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
 import time
 from pathlib import Path
 
+from airflow_provider_kafkaspark.core.cluster.job_ref import LocalJobRef, job_ref_to_dict
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+from airflow_provider_kafkaspark.core.control.lease import now_ms
+from airflow_provider_kafkaspark.core.control.requests import SubmittedMarker
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from tests.integration.cli_util import cli
 from tests.integration.kafka_util import create_topic, produce_numbered
@@ -126,3 +133,49 @@ def test_status_and_stop_from_the_job_name_and_checkpoint(
     assert "clean" in result["stopped"] and result["savepoint_id"].startswith("cli_by_name-")
     after = json.loads(cli("job", "status", *names, "--json").stdout)
     assert after["alive"] is False and after["lease"] is None and "stop" in after["stopped"]
+
+
+def test_a_retried_submit_takes_up_the_driver_its_first_try_started(tmp_path: Path) -> None:
+    # The first try started a driver (its launcher runs here: a stand-in process) and wrote its
+    # submitted marker, then was lost before its result was kept; the driver has not taken
+    # its lease yet. The retry, by the same submitter, takes that driver up instead of
+    # starting a second one; any other submitter finds the job starting.
+    checkpoint = str(tmp_path / "checkpoint")
+    spec = {
+        "job_name": "retried",
+        "source": {"bootstrap_servers": "127.0.0.1:1", "subscribe": ["t"]},
+        "sql": "SELECT * FROM source",
+        "sink": {"kind": "parquet", "path": str(tmp_path / "out")},
+        "checkpoint_location": checkpoint,
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    launcher = subprocess.Popen(["sleep", "120"])
+    try:
+        ref = LocalJobRef("retried", checkpoint, socket.gethostname(), launcher.pid, "", "")
+        ControlFolder(checkpoint).write_submitted(
+            SubmittedMarker(
+                now_ms(), "retried", "cli:first-try", socket.gethostname(),
+                pid=launcher.pid, job_ref=job_ref_to_dict(ref),
+            )
+        )  # fmt: skip
+        argv = ["job", "submit", str(tmp_path / "spec.json"), "--master", "local[1]", "--json"]
+        env = {**os.environ, "USER": "first-try"}
+        retried = cli(*argv, "--workdir", str(tmp_path / "jobs"), env=env)
+        assert retried.returncode == 0, retried.stderr
+        handle = json.loads(retried.stdout)
+        assert handle["adopted"] is True and handle["job_ref"] == job_ref_to_dict(ref)
+        assert not (tmp_path / "jobs").exists()  # nothing was started
+
+        other = cli(*argv, "--workdir", str(tmp_path / "jobs"), env={**env, "USER": "ops"})
+        assert other.returncode != 0
+        assert "is starting: a driver submitted by cli:first-try" in other.stderr, other.stderr
+
+        # Once the launcher is gone, its start is over: a submit goes ahead (and here meets
+        # the bootstrap probe, on a port nothing listens on).
+        launcher.kill()
+        launcher.wait(10)
+        after = cli(*argv, "--workdir", str(tmp_path / "jobs"), env={**env, "USER": "ops"})
+        assert "is starting" not in after.stderr and "bootstrap" in after.stderr, after.stderr
+    finally:
+        launcher.kill()
+        launcher.wait(10)
