@@ -113,8 +113,10 @@ S3, Kafka, two driver hosts and a worker's host), from `tests/faults/` (`make e2
 `make test` runs them), whose figures `benchmarks/results/across_hosts.json` keeps. Each
 scenario reads the sink `read_committed` at the end, and reads the lease file's history from
 the versions S3 kept of it: "lease holders at most" is 2 when a driver wrote the lease after
-another had taken it. "recover s" is, for a cut, the time from the heal to the next
-committed batch; for a pause, from the pause to the lease's expiry, after which a driver on
+another had taken it. "duration s" is how long the fault lasted (for the clocks, how far
+they were off). "recover s" is the time from the heal to the next committed batch (for the
+S3 cut, the first batch of the driver's restart, which took the lease the cut driver had
+given up); for the pause, from the pause to the lease's expiry, after which a driver on
 another host took it.
 
 """
@@ -139,8 +141,7 @@ def render_across_hosts(results_dir: Path = RESULTS) -> str:
         )
         rows.append("| " + " | ".join(str(c) for c in cells) + " |")
     details = "\n".join(
-        f"- **{fault}**: "
-        + ", ".join(f"`{k}`={v}" for k, v in sorted(f.items()) if k != "run_at")
+        f"- **{fault}**: " + ", ".join(f"`{k}`={v}" for k, v in sorted(f.items()) if k != "run_at")
         for fault, f in sorted(json.loads(path.read_text()).items())
     )
     return (

@@ -434,6 +434,18 @@ class ManagedQuery:
         return True
 
     def _lost_lease_exit(self) -> int:
+        """Exit 6 when another driver holds the lease now, else 1 (restarted). A driver that
+        resumes from a pause finds its lease unrenewed for longer than its ttl before any
+        renewal answers: the lease file says who holds it."""
+        if not self.lease_taken_over:
+            try:
+                holder = self.control.read_lease()
+            except Exception as exc:  # noqa: BLE001 - the store is still out of reach
+                log.warning("could not read the lease to see who holds it: %s", exc)
+                holder = None
+            if holder is not None and holder.owner_id != self.lease.owner_id:
+                log.error("the lease is held by %s now", holder.describe())
+                self.lease_taken_over = True
         return EXIT_LEASE_LOST if self.lease_taken_over else EXIT_FAILED
 
     def _lose_lease(self, why: str, *, taken_over: bool = False) -> None:

@@ -3,7 +3,8 @@
 - `cut(host, peer)`: `host` neither sends to nor receives from `peer` (iptables DROP rules in
   `host`'s network namespace: packets vanish, as in a real partition, instead of the quick
   refusals a route or a closed port would give).
-- `slow(host, delay_ms, loss_percent)`: `tc netem` on the host's link to the bed.
+- `slow(host, delay_ms, loss_percent)`: `tc netem` on the host's link to the bed (needs the
+  kernel's sch_netem; where it is missing, tc's refusal comes back as a FaultError).
 - `pause(host, pattern)`: SIGSTOP to the host's processes whose command line matches, as a
   GC pause or a stolen VM does; `resume` sends SIGCONT.
 - `clock_env(offset_s)`: the variables that start a Python process with its wall clock

@@ -19,6 +19,7 @@ from airflow_provider_kafkaspark.examples.ip_count import (
     sink_windows,
 )
 from tests.cluster.bed_stack import BUCKET, KAFKASPARK, BedStack, wait
+from tests.faults.figures import record
 
 HOSTS = ["s3", "kafka", "d1", "d2", "worker"]
 PARTITIONS = 3
@@ -130,9 +131,9 @@ class StreamJob:
 
     stack: BedStack
     name: str
-    # Enough input for a minute of batches after any fault: a scenario that waits for the
-    # next batch must not find the source already read to its end.
-    events_count: int = 5_000
+    # Input for about 20 batches; a scenario that waits for more batches after its fault
+    # adds input first (`more`), so that it never finds the source read to its end.
+    events_count: int = 2_000
     max_offsets_per_trigger: int = 100
     lease_ttl_s: int = 15
     events: list[AccessEvent] = field(default_factory=list)
@@ -154,6 +155,15 @@ class StreamJob:
         self.stack.create_topics("kafka", PARTITIONS, self.source, self.sink)
         self.events = list(generate_events(self.events_count, seed=seed))
         self.stack.produce("worker", self.source, self.events)
+
+    def more(self, count: int = 1_000) -> None:
+        """Produce `count` events later than every event so far (no window they fall in is
+        closed yet, so none is dropped as late)."""
+        start = max(e.event_time_ms for e in self.events) + 1_000
+        seed = len(self.events)
+        events = list(generate_events(count, seed=seed, start_ms=start))
+        self.events += events
+        self.stack.produce("worker", self.source, events)
 
     def submit(
         self,
@@ -234,6 +244,29 @@ class StreamJob:
     def _transactions_settled(self) -> bool:
         args = (self.stack.bootstrap, self.sink, str(PARTITIONS))
         return int(self.stack.python("worker", _OPEN_TRANSACTIONS, *args).strip()) == 0
+
+    def conclude(self, scenario: str, **figures: Any) -> LeaseHistory:
+        """Every scenario's end: a clean stop from the worker, the output read and counted,
+        the lease's history; the figures recorded (before the checks, so that a failing run
+        keeps them), then checked: 0 duplicates, 0 missing, one holder at a time, no offset or
+        commit file written twice."""
+        stopped = self.finish()
+        assert "clean" in stopped["stopped"], stopped
+        output = self.output_check()
+        history, rewritten = self.history()
+        record(
+            scenario,
+            lease_ttl_s=self.lease_ttl_s,
+            **output,
+            holders_at_most=history.holders_at_most,
+            holders=len(history.owners),
+            checkpoint_files_rewritten=len(rewritten),
+            **figures,
+        )
+        assert output["duplicates"] == 0 and output["missing"] == 0, output
+        assert history.holders_at_most == 1, history
+        assert rewritten == [], rewritten
+        return history
 
     def history(self) -> tuple[LeaseHistory, list[str]]:
         versions = object_versions(self.stack, f"{self.name}/checkpoint/")

@@ -12,7 +12,6 @@ import sys
 
 from kafkaspark_devstack.faults import Faults, clock_env
 from tests.cluster.bed_stack import BedStack
-from tests.faults.figures import record
 from tests.faults.scenario import StreamJob
 
 
@@ -67,31 +66,13 @@ def test_clocks_ahead_and_behind_leave_the_live_lease_alone(
     # cluster manager's restart starts one): it must see the lease renewed and refuse (exit 3).
     refused_driver = refused_driver_exit(fault_bed, job, first["job_ref"]["spec_file"], ahead)
     before = job.committed()
+    job.more()
     job.wait_committed(before, 120, "the holder still committing")
 
-    stopped = job.finish()
-    assert "clean" in stopped["stopped"], stopped
-    output = job.output_check()
-    history, rewritten = job.history()
-    record(
+    history = job.conclude(
         "clocks 2x ttl ahead and behind",
         skew_s=skew_ms / 1000,
-        lease_ttl_s=job.lease_ttl_s,
-        **output,
-        holders_at_most=history.holders_at_most,
-        holders=len(history.owners),
         second_submits_refused=len(refusals),
         skewed_driver_exit=refused_driver,
-        checkpoint_files_rewritten=len(rewritten),
     )
-    assert output["duplicates"] == 0 and output["missing"] == 0, output
     assert len(history.owners) == 1, history  # nobody took the live lease
-    assert rewritten == [], rewritten
-
-
-def test_clock_env_skews_the_wall_clock_of_a_host_s_processes(fault_bed: BedStack) -> None:
-    # The fault itself, checked: a process started with it reads its wall clock 60 s ahead.
-    argv = [sys.executable, "-c", "import time; print(time.time())"]
-    plain = float(fault_bed.on("d2", argv))
-    skewed = float(fault_bed.on("d2", argv, env=clock_env(60, fault_bed.base_env["PYTHONPATH"])))
-    assert 55 < skewed - plain < 70, (plain, skewed)

@@ -9,7 +9,6 @@ import time
 
 from kafkaspark_devstack.faults import Faults
 from tests.cluster.bed_stack import BedStack
-from tests.faults.figures import record
 from tests.faults.scenario import StreamJob, timed
 
 CUT_S = 60
@@ -20,26 +19,21 @@ def test_driver_cut_from_the_object_store(fault_bed: BedStack, faults: Faults) -
     job.create(seed=81)
     job.submit("d1", max_restarts=6)
     job.wait_committed(0, 300, "a first batch")
-    before = job.committed()
-
+    holder = job.lease().get("holder")
     with faults.during(faults.cut("d1", "s3")):
         time.sleep(CUT_S)
-    recovered_s = timed(lambda: job.committed() > before, "a batch after the heal", 300)
+    healed_committed = job.committed()
 
-    stopped = job.finish()
-    assert "clean" in stopped["stopped"], stopped
-    output = job.output_check()
-    history, rewritten = job.history()
-    record(
+    def restarted() -> bool:
+        now = job.lease().get("holder")
+        return now not in (None, holder) and job.committed() > healed_committed
+
+    # The driver gave its lease up during the cut; its restart holds it after the heal and
+    # commits the next batch.
+    recovered_s = timed(restarted, "a batch of the restarted driver after the heal", 300)
+
+    job.conclude(
         "driver cut from S3",
         fault_s=CUT_S,
-        lease_ttl_s=job.lease_ttl_s,
-        **output,
-        holders_at_most=history.holders_at_most,
-        holders=len(history.owners),
         recover_s=round(recovered_s, 1),
-        checkpoint_files_rewritten=len(rewritten),
     )
-    assert output["duplicates"] == 0 and output["missing"] == 0, output
-    assert history.holders_at_most == 1, history
-    assert rewritten == [], rewritten
