@@ -434,19 +434,24 @@ class ManagedQuery:
         return True
 
     def _lost_lease_exit(self) -> int:
-        """Exit 6 when another driver holds the lease now, else 1 (restarted). A driver that
+        """Exit 6 when another driver took the lease over, else 1 (restarted). A driver that
         resumes from a pause finds its lease unrenewed for longer than its ttl before any
-        renewal answers: the lease file says who holds it."""
-        if not self.lease_taken_over:
-            try:
-                holder = self.control.read_lease()
-            except Exception as exc:  # noqa: BLE001 - the store is still out of reach
-                log.warning("could not read the lease to see who holds it: %s", exc)
-                holder = None
-            if holder is not None and holder.owner_id != self.lease.owner_id:
-                log.error("the lease is held by %s now", holder.describe())
-                self.lease_taken_over = True
-        return EXIT_LEASE_LOST if self.lease_taken_over else EXIT_FAILED
+        renewal has answered; one more fenced renewal tells: refused, it was taken over (and
+        perhaps released since); accepted, it is still this driver's, and is released for the
+        restart; unanswered, the store is out of reach, and the restart will see."""
+        if self.lease_taken_over:
+            return EXIT_LEASE_LOST
+        try:
+            self.lease = self.control.renew_lease(self.lease)
+        except LeaseHeldError as exc:
+            log.error("the lease was taken over: %s", exc)
+            self.lease_taken_over = True
+            return EXIT_LEASE_LOST
+        except Exception as exc:  # noqa: BLE001 - the store is still out of reach
+            log.warning("could not learn whether the lease was taken over: %s", exc)
+            return EXIT_FAILED
+        self.control.release_lease(self.lease)
+        return EXIT_FAILED
 
     def _lose_lease(self, why: str, *, taken_over: bool = False) -> None:
         self.lease_taken_over = self.lease_taken_over or taken_over
