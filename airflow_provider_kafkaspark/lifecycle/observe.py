@@ -101,6 +101,16 @@ def driver_alive(ref: JobRef | None) -> bool:
     return backend_for(ref).alive(ref) is True
 
 
+def driver_gone(ref: JobRef | None) -> bool:
+    """Whether the backend of the driver `ref` names knows it is gone (False when it cannot
+    tell: no reference, or a local driver of another host)."""
+    if ref is None:
+        return False
+    from airflow_provider_kafkaspark.backends import backend_for
+
+    return backend_for(ref).alive(ref) is False
+
+
 def local_ref(checkpoint: str, pid: int | None, job_name: str = "") -> LocalJobRef | None:
     """A reference for a driver known only by its pid on this host (older handles, tests)."""
     if not pid:

@@ -24,6 +24,7 @@ from airflow_provider_kafkaspark.lifecycle.inputs import (
     with_connection,
 )
 from airflow_provider_kafkaspark.lifecycle.observe import (
+    driver_gone,
     latest_committed,
     live_lease,
     marker_ref,
@@ -109,7 +110,7 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
     spec = request.spec
     lease = live_lease(spec.checkpoint_location)
     starting = starting_driver(spec.checkpoint_location) if lease is None else None
-    if starting is not None and backend_says_gone(starting, spec.checkpoint_location):
+    if starting is not None and driver_gone(marker_ref(starting, spec.checkpoint_location)):
         starting = None  # its start failed (a YARN application that ended): none is coming
     submitter = request.options.submitted_by
     decision = decide_if_running(lease, request.if_running, starting, submitter)
@@ -181,15 +182,6 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
         handle = submit_job(backend, spec, request.options)
     handle.update(dead_bootstrap_servers=dead, restored=restored)
     return handle
-
-
-def backend_says_gone(starting: SubmittedMarker, checkpoint: str) -> bool:
-    """Whether the backend of a still-starting driver knows it is gone (False when it cannot
-    tell, as for a local driver of another host)."""
-    from airflow_provider_kafkaspark.backends import backend_for
-
-    ref = marker_ref(starting, checkpoint)
-    return ref is not None and backend_for(ref).alive(ref) is False
 
 
 def adopted_handle(spec: JobSpec, starting: SubmittedMarker) -> dict[str, Any]:

@@ -30,23 +30,24 @@ class _Renewal:
 
 
 class LeaseHeartbeat:
-    """`LeaseHeartbeat(renew, ttl_s, on_renewed, on_lost).run(stop_event)`: `renew` writes the
-    lease (fenced) and returns it; `on_lost(why, taken_over)` is called once, when a renewal
-    is refused (`LeaseHeldError`: taken over) or none succeeded for `ttl_s`."""
+    """`LeaseHeartbeat(renew, ttl_s, renewed_at, on_renewed, on_lost).run(stop_event)`:
+    `renew` writes the lease (fenced) and returns it; `renewed_at` is the monotonic time the
+    lease was taken; `on_lost(why, taken_over)` is called once, when a renewal is refused
+    (`LeaseHeldError`: taken over) or none succeeded for `ttl_s`."""
 
     def __init__(
         self,
         renew: Callable[[], Lease],
         ttl_s: float,
-        on_renewed: Callable[[Lease, float], None],
+        renewed_at: float,
+        on_renewed: Callable[[Lease], None],
         on_lost: Callable[[str, bool], None],
-        renewed_at: Callable[[], float],
     ) -> None:
         self.renew = renew
         self.ttl_s = ttl_s
+        self.renewed_at = renewed_at  # monotonic time of the last write of the lease
         self.on_renewed = on_renewed
         self.on_lost = on_lost
-        self.renewed_at = renewed_at
 
     def run(self, done: threading.Event) -> None:
         renew_every = self.ttl_s / 3
@@ -55,19 +56,20 @@ class LeaseHeartbeat:
         last_error: BaseException | None = None
         while not done.wait(tick):
             now = time.monotonic()
-            if pending is None and now - self.renewed_at() >= renew_every:
+            if pending is None and now - self.renewed_at >= renew_every:
                 pending = self._start(now)
             if pending is not None and pending.done.is_set():
                 if isinstance(pending.error, LeaseHeldError):
                     self.on_lost(str(pending.error), True)
                     return
                 if pending.lease is not None:
-                    self.on_renewed(pending.lease, pending.started)
+                    self.renewed_at = pending.started
+                    self.on_renewed(pending.lease)
                 else:
                     last_error = pending.error
                     log.warning("lease heartbeat failed, will retry: %s", last_error)
                 pending = None
-            unrenewed_s = time.monotonic() - self.renewed_at()
+            unrenewed_s = time.monotonic() - self.renewed_at
             if unrenewed_s > self.ttl_s:
                 if pending is not None:
                     why = (

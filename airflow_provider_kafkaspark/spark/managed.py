@@ -120,7 +120,7 @@ class ManagedQuery:
         self._stop_event = threading.Event()
         self._done = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
-        self._renewed_at = time.monotonic()  # monotonic time of the last write of the lease
+        self._renewed_at = time.monotonic()  # monotonic time the lease was taken
         self._finished = False
         self.lag: LagCommitter | None = None
         if options.kafka_config is not None and options.lag_group:
@@ -406,15 +406,15 @@ class ManagedQuery:
         its ttl (by this process's monotonic clock, which runs on while the process is paused,
         and whatever a hanging renewal call does): another driver may hold it by now."""
 
-        def renewed(lease: Lease, at: float) -> None:
-            self.lease, self._renewed_at = lease, at
+        def renewed(lease: Lease) -> None:
+            self.lease = lease
 
         LeaseHeartbeat(
             renew=lambda: self.control.renew_lease(self.lease),
             ttl_s=self.options.lease_ttl_s,
+            renewed_at=self._renewed_at,
             on_renewed=renewed,
             on_lost=lambda why, taken_over: self._lose_lease(why, taken_over=taken_over),
-            renewed_at=lambda: self._renewed_at,
         ).run(self._done)
 
     def _still_holding(self) -> bool:

@@ -21,8 +21,8 @@ class Driver:
         self.lost: list[tuple[str, bool]] = []
         self.lost_after_s: float | None = None
 
-    def renewed(self, lease: Lease, at: float) -> None:
-        self.renewed_at, self.renewals = at, self.renewals + 1
+    def renewed(self, lease: Lease) -> None:
+        self.renewed_at, self.renewals = time.monotonic(), self.renewals + 1
 
     def lose(self, why: str, taken_over: bool) -> None:
         self.lost.append((why, taken_over))
@@ -34,9 +34,9 @@ def run(renew: object, driver: Driver, for_s: float) -> None:
     heartbeat = LeaseHeartbeat(
         renew=renew,  # type: ignore[arg-type]
         ttl_s=TTL_S,
+        renewed_at=driver.renewed_at,
         on_renewed=driver.renewed,
         on_lost=driver.lose,
-        renewed_at=lambda: driver.renewed_at,
     )
     thread = threading.Thread(target=heartbeat.run, args=(done,), daemon=True)
     thread.start()
