@@ -23,6 +23,8 @@ class SubmitOptions:
     submitted_by: str = "kafkaspark"
     restart_policy: RestartPolicy | None = None
     env: dict[str, str] = field(default_factory=dict, repr=False)
+    # Kept by the cluster manager with the driver where it can (`SubmitLookup`).
+    submit_id: str | None = None
 
 
 def shippable(spec: JobSpec, env: dict[str, str]) -> tuple[JobSpec, dict[str, str]]:
@@ -84,6 +86,17 @@ class JobBackend(Protocol):
     def force_kill(self, ref: JobRef) -> None:
         """Kill the driver `ref` names (Spark re-runs its batch in flight on restore); refuse
         with a typed error when `ref` is not this backend's or names another job."""
+        ...
+
+
+@runtime_checkable
+class SubmitLookup(Protocol):
+    """A backend whose cluster manager keeps a submit's id with the driver it started (a YARN
+    application tag), so a retry can find a driver whose submit's host died before recording
+    it. A submit through such a backend writes its marker before it asks the manager."""
+
+    def find_submitted(self, spec: JobSpec, submit_id: str) -> JobRef | None:
+        """The live driver of `spec`'s job started by the submit `submit_id`, or None."""
         ...
 
 

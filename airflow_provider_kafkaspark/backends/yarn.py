@@ -85,6 +85,31 @@ def restart_conf(policy: RestartPolicy | None) -> dict[str, str]:
     }
 
 
+SUBMIT_TAG_PREFIX = "kafkaspark-submit-"
+
+
+def with_submit_tag(conf: dict[str, str], submit_id: str | None) -> dict[str, str]:
+    """`conf` with the submit's id added to the application's tags (`spark.yarn.tags`, next
+    to any the job sets), lowercased as YARN keeps them."""
+    if not submit_id:
+        return conf
+    tags = [t for t in conf.get("spark.yarn.tags", "").split(",") if t.strip()]
+    return {**conf, "spark.yarn.tags": ",".join([*tags, (SUBMIT_TAG_PREFIX + submit_id).lower()])}
+
+
+def submitted_application(apps: list[dict[str, Any]], job_name: str) -> str | None:
+    """The id of the live application of `job_name` among those a submit's tag lists (the
+    newest, should the tag be on several), or None."""
+    live = [
+        a
+        for a in apps
+        if a.get("name") == job_name and str(a.get("state", "")) in yarn_rest.ACTIVE_STATES
+    ]
+    if not live:
+        return None
+    return str(max(live, key=lambda a: int(a.get("startedTime") or 0))["id"])
+
+
 def credentials_file(folder: Path, env: dict[str, str]) -> Path:
     """The variables as a Hadoop token storage file only this user reads, for spark-submit's
     login to take into the credentials it hands the ResourceManager."""
@@ -191,6 +216,7 @@ class YarnBackend:
                 **self.conf,
                 **spec.spark_conf,
             }
+            conf = with_submit_tag(conf, options.submit_id)
             # A properties file replaces the client's spark-defaults.conf: that goes in it.
             properties = write_private(folder / "spark-submit.conf", spark_defaults_text())
             token_file = credentials_file(folder, env)
@@ -221,6 +247,16 @@ class YarnBackend:
         )
         details = {"application_id": ref.application_id, "resource_manager": resource_manager}
         return Submitted(ref, details)
+
+    def find_submitted(self, spec: JobSpec, submit_id: str) -> JobRef | None:
+        """The live application a submit tagged with `submit_id` started (`SubmitLookup`)."""
+        resource_manager = self.resource_manager()
+        tag = (SUBMIT_TAG_PREFIX + submit_id).lower()
+        apps = yarn_rest.tagged_applications(resource_manager, tag, self.transport)
+        app_id = submitted_application(apps, spec.job_name)
+        if app_id is None:
+            return None
+        return YarnJobRef(spec.job_name, spec.checkpoint_location, app_id, resource_manager)
 
     def _yarn(self, ref: JobRef, action: str) -> YarnJobRef:
         require_backend(ref, self.name, action)

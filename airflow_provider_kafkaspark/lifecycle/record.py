@@ -27,6 +27,21 @@ def clear_stale_stop_request(control: ControlFolder) -> None:
         control.clear_stop_request()
 
 
+def record_submitting(spec: JobSpec, options: SubmitOptions, submitted_at_ms: int) -> None:
+    """Before a cluster manager that keeps the submit's id is asked: the marker names the
+    submit but no driver yet, so a retry of a submit whose host dies before `record_submit`
+    asks the manager for that id instead of starting a second driver."""
+    ControlFolder(spec.checkpoint_location).write_submitted(
+        SubmittedMarker(
+            submitted_at_ms=submitted_at_ms,
+            job_name=spec.job_name,
+            submitted_by=options.submitted_by,
+            host=socket.gethostname(),
+            submit_id=options.submit_id,
+        )
+    )
+
+
 def record_submit(
     spec: JobSpec,
     ref: JobRef,
@@ -46,6 +61,7 @@ def record_submit(
             pid=ref.pid if isinstance(ref, LocalJobRef) else None,
             log_file=ref.log_file if isinstance(ref, LocalJobRef) else None,
             job_ref=job_ref_to_dict(ref),
+            submit_id=options.submit_id,
         )
     )
     handle: dict[str, Any] = {

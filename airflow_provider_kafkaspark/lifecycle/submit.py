@@ -6,14 +6,16 @@ deployment backend (local processes, a standalone cluster, YARN)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
-from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
+from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitLookup, SubmitOptions
+from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_to_dict
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
-from airflow_provider_kafkaspark.core.control.requests import SubmittedMarker
+from airflow_provider_kafkaspark.core.control.requests import SubmittedMarker, resolve_starting
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import JobSkippedError, NoLiveBootstrapError
 from airflow_provider_kafkaspark.lifecycle.errors import JobRunningError
@@ -30,7 +32,11 @@ from airflow_provider_kafkaspark.lifecycle.observe import (
     marker_ref,
     starting_driver,
 )
-from airflow_provider_kafkaspark.lifecycle.record import clear_stale_stop_request, record_submit
+from airflow_provider_kafkaspark.lifecycle.record import (
+    clear_stale_stop_request,
+    record_submit,
+    record_submitting,
+)
 from airflow_provider_kafkaspark.lifecycle.restore import restore_for_submit
 from airflow_provider_kafkaspark.lifecycle.stop import stop_job
 
@@ -110,6 +116,7 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
     spec = request.spec
     lease = live_lease(spec.checkpoint_location)
     starting = starting_driver(spec.checkpoint_location) if lease is None else None
+    starting = looked_up(backend, spec, starting, request.options.submitted_by)
     if starting is not None and driver_gone(marker_ref(starting, spec.checkpoint_location)):
         starting = None  # its start failed (a YARN application that ended): none is coming
     submitter = request.options.submitted_by
@@ -184,6 +191,38 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
     return handle
 
 
+def looked_up(
+    backend: JobBackend, spec: JobSpec, starting: SubmittedMarker | None, submitted_by: str
+) -> SubmittedMarker | None:
+    """A starting driver whose marker was written before its cluster manager was asked
+    (`record_submitting`), with the driver the manager keeps under the submit's id, when this
+    backend can ask (`resolve_starting` decides). A driver found is written into the marker,
+    so that a stop given only the checkpoint sees it too."""
+    if starting is None or starting.job_ref is not None or not starting.submit_id:
+        return starting
+    if not isinstance(backend, SubmitLookup):
+        return starting
+    found = backend.find_submitted(spec, starting.submit_id)
+    resolved = resolve_starting(starting, job_ref_to_dict(found) if found else None, submitted_by)
+    if resolved is not None and resolved.job_ref is not None:
+        log.warning(
+            "job %s: the submit %s of %s left no record of its driver; the cluster manager "
+            "has it: %s",
+            spec.job_name,
+            starting.submit_id,
+            starting.submitted_by,
+            resolved.job_ref,
+        )
+        ControlFolder(spec.checkpoint_location).write_submitted(resolved)
+    elif resolved is None:
+        log.info(
+            "job %s: an earlier try of this submit (%s) started no driver: submitting",
+            spec.job_name,
+            starting.submit_id,
+        )
+    return resolved
+
+
 def adopted_handle(spec: JobSpec, starting: SubmittedMarker) -> dict[str, Any]:
     """The handle of a driver an earlier try of this submit started (its marker's)."""
     assert starting.job_ref is not None
@@ -205,7 +244,34 @@ def submit_job(backend: JobBackend, spec: JobSpec, options: SubmitOptions) -> di
 
     The caller has observed that no live driver holds the checkpoint's lease."""
     since = latest_committed(spec.checkpoint_location)
-    clear_stale_stop_request(ControlFolder(spec.checkpoint_location))
+    control = ControlFolder(spec.checkpoint_location)
+    clear_stale_stop_request(control)
     submitted_at = now_ms()
-    submitted = backend.submit(spec, options)
+    options = replace(options, submit_id=uuid.uuid4().hex)
+    lookup = isinstance(backend, SubmitLookup)
+    if lookup:
+        record_submitting(spec, options, submitted_at)
+    try:
+        submitted = backend.submit(spec, options)
+    except Exception:
+        if lookup:
+            forget_failed_submit(backend, spec, options, control)
+        raise
     return record_submit(spec, submitted.ref, submitted.details, options, submitted_at, since)
+
+
+def forget_failed_submit(
+    backend: JobBackend, spec: JobSpec, options: SubmitOptions, control: ControlFolder
+) -> None:
+    """After a submit that raised: its marker goes unless the cluster manager started a
+    driver after all (then the marker names it), so a stop does not wait for a driver that
+    never comes. Best effort: the submit's own error is what the caller sees."""
+    assert isinstance(backend, SubmitLookup) and options.submit_id
+    try:
+        found = backend.find_submitted(spec, options.submit_id)
+        if found is None:
+            control.clear_submitted()
+        else:
+            record_submit(spec, found, {}, options, now_ms(), None)
+    except Exception as exc:  # noqa: BLE001 - the submit's error matters more
+        log.warning("job %s: the failed submit's marker stays: %s", spec.job_name, exc)

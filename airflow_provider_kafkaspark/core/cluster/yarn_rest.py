@@ -318,6 +318,16 @@ def application(ref: YarnJobRef, transport: Transport | None = None) -> dict[str
     return app
 
 
+def tagged_applications(
+    resource_manager: str, tag: str, transport: Transport | None = None
+) -> list[dict[str, Any]]:
+    """The applications the ResourceManager keeps with the application tag `tag` (YARN keeps
+    tags lowercased: `tag` is given so)."""
+    path = f"/ws/v1/cluster/apps?applicationTags={urllib.parse.quote(tag)}"
+    found = call(resource_manager, path, transport=transport)
+    return list((found.get("apps") or {}).get("app") or [])
+
+
 def attempts(ref: YarnJobRef, transport: Transport | None = None) -> list[dict[str, Any]]:
     """The application's attempts, oldest first (a restarted driver is a new attempt)."""
     path = f"/ws/v1/cluster/apps/{ref.application_id}/appattempts"

@@ -256,6 +256,9 @@ class ControlFolder:
     def read_submitted(self) -> SubmittedMarker | None:
         return self._read(SUBMITTED_FILE, SubmittedMarker)
 
+    def clear_submitted(self) -> None:
+        self._remove(SUBMITTED_FILE)
+
     def write_handover(self, handover: Handover) -> None:
         self._write(HANDOVER_FILE, handover)
 

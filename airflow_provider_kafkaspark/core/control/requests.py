@@ -3,7 +3,7 @@ pure rules a stopper decides from: is a submitted driver still starting, how lon
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_provider_kafkaspark.core.control.lease import Lease
@@ -46,7 +46,12 @@ class SubmittedMarker:
     startup_timeout_ms: int = 300_000
     # The submitted driver's job reference (`job_ref_to_dict`): a stop given only the
     # checkpoint asks its backend whether the driver lives, e.g. while YARN restarts it.
+    # None in the marker a submit writes before it asks the cluster manager (below).
     job_ref: dict[str, Any] | None = None
+    # The submit's own id, which the cluster manager keeps with the driver (a YARN
+    # application tag): a retry of a submit whose host died between the manager's accepting
+    # the driver and the marker naming it finds that driver by this id.
+    submit_id: str | None = None
 
 
 def start_pending(
@@ -66,6 +71,21 @@ def start_pending(
     if lease is not None and lease.started_at_ms >= marker.submitted_at_ms:
         return False
     return not (stopped is not None and stopped.stopped_at_ms >= marker.submitted_at_ms)
+
+
+def resolve_starting(
+    starting: SubmittedMarker | None, found: dict[str, Any] | None, submitted_by: str
+) -> SubmittedMarker | None:
+    """A starting driver whose marker names no reference yet (written before the cluster
+    manager was asked), once the manager has been asked for the submit's id: the driver it
+    `found` (a job reference), else, when `submitted_by` wrote the marker, none (that submit
+    died before the manager accepted anything, and this is its retry); a marker of another
+    submitter stays as it is (its submit may still be on its way)."""
+    if starting is None or starting.job_ref is not None or not starting.submit_id:
+        return starting
+    if found is not None:
+        return replace(starting, job_ref=found)
+    return None if starting.submitted_by == submitted_by else starting
 
 
 def ended_before_running(lease: Lease | None, requested_at_ms: int) -> bool:

@@ -16,7 +16,13 @@ import pytest
 
 from airflow_provider_kafkaspark.backends.base import SubmitOptions
 from airflow_provider_kafkaspark.backends.package_archive import package_zip
-from airflow_provider_kafkaspark.backends.yarn import YarnBackend, kerberos_login_of, restart_conf
+from airflow_provider_kafkaspark.backends.yarn import (
+    YarnBackend,
+    kerberos_login_of,
+    restart_conf,
+    submitted_application,
+    with_submit_tag,
+)
 from airflow_provider_kafkaspark.core.cluster.hadoop_credentials import decode_secret_keys
 from airflow_provider_kafkaspark.core.cluster.job_ref import YarnJobRef
 from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
@@ -247,3 +253,25 @@ def test_a_bad_connection_keytab_is_named_never_shown() -> None:
     with pytest.raises(InvalidInputError, match="not a base64-encoded keytab") as caught:
         kerberos_login_of("spark_krb", {"principal": "me@R", "keytab": "hunter2-secret"})
     assert "hunter2" not in str(caught.value)
+
+
+def test_the_submit_s_id_travels_as_an_application_tag_next_to_the_job_s(
+    recorder: type[RecordingHook], tmp_path: Path
+) -> None:
+    tagged = JobSpec.from_dict({**spec().to_dict(), "spark_conf": {"spark.yarn.tags": "team-a"}})
+    options = SubmitOptions(workdir=str(tmp_path), submit_id="AB12")
+    YarnBackend("spark_yarn").submit(tagged, options)
+    (call,) = recorder.calls
+    assert call["conf"]["spark.yarn.tags"] == "team-a,kafkaspark-submit-ab12"
+    assert with_submit_tag({"a": "b"}, None) == {"a": "b"}
+
+
+def test_the_submitted_application_is_the_live_one_of_this_job() -> None:
+    apps = [
+        {"id": "application_1_0001", "name": "ip_count", "state": "FINISHED", "startedTime": 3},
+        {"id": "application_1_0002", "name": "other", "state": "RUNNING", "startedTime": 2},
+        {"id": "application_1_0003", "name": "ip_count", "state": "ACCEPTED", "startedTime": 1},
+    ]
+    assert submitted_application(apps, "ip_count") == "application_1_0003"
+    assert submitted_application(apps[:2], "ip_count") is None
+    assert submitted_application([], "ip_count") is None
