@@ -58,17 +58,33 @@ def decide_if_running(
     if_running: str,
     starting: SubmittedMarker | None = None,
     submitted_by: str = "",
+    marker: SubmittedMarker | None = None,
 ) -> RunningDecision:
     """What a submit does about a live driver on the checkpoint, or one still starting (a
     submitted marker younger than its startup bound, no lease taken yet): a driver is there
-    either way, and a second one would start next to it."""
+    either way, and a second one would start next to it. A driver that this same submitter
+    started (its task lost after the submit, before its result was kept) is taken up: one
+    still starting (`starting`), or the live lease's holder when the checkpoint's `marker`
+    is this submitter's and names the holder's application."""
     check_if_running(if_running)
     if lease is None and starting is None:
         return RunningDecision.SUBMIT
     if lease is None and starting is not None:
         if starting.job_ref is not None and starting.submitted_by == submitted_by:
             return RunningDecision.ADOPT
+    if lease is not None and started_by(lease, marker, submitted_by):
+        return RunningDecision.ADOPT
     return RunningDecision(if_running)
+
+
+def started_by(lease: Lease, marker: SubmittedMarker | None, submitted_by: str) -> bool:
+    """Whether the live lease's holder is the driver `submitted_by`'s submit started: the
+    checkpoint's marker is theirs and names the application the holder runs in (the lease
+    records it), so no other submit came between."""
+    if marker is None or marker.submitted_by != submitted_by or marker.job_ref is None:
+        return False
+    application_id = marker.job_ref.get("application_id")
+    return application_id is not None and lease.application_id == application_id
 
 
 @dataclass(frozen=True)
@@ -114,22 +130,27 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
     from airflow_provider_kafkaspark.core.spec.job_code import check_topics_exist
 
     spec = request.spec
+    submitter = request.options.submitted_by
     lease = live_lease(spec.checkpoint_location)
-    starting = starting_driver(spec.checkpoint_location) if lease is None else None
-    starting = looked_up(backend, spec, starting, request.options.submitted_by)
+    if lease is None:
+        marker = starting_driver(spec.checkpoint_location)
+    else:
+        marker = ControlFolder(spec.checkpoint_location).read_submitted()
+    marker = looked_up(backend, spec, marker, submitter)
+    starting = marker if lease is None else None
     if starting is not None and driver_gone(marker_ref(starting, spec.checkpoint_location)):
         starting = None  # its start failed (a YARN application that ended): none is coming
-    submitter = request.options.submitted_by
-    decision = decide_if_running(lease, request.if_running, starting, submitter)
-    if decision is RunningDecision.ADOPT and starting is not None:
+    decision = decide_if_running(lease, request.if_running, starting, submitter, marker)
+    if decision is RunningDecision.ADOPT and marker is not None:
         log.warning(
-            "job %s: a driver %s submitted %.0f s ago is still starting: taking it up "
-            "instead of submitting a second one",
+            "job %s: the driver %s submitted %.0f s ago is %s: taking it up instead of "
+            "submitting a second one",
             spec.job_name,
             submitter,
-            (now_ms() - starting.submitted_at_ms) / 1000,
+            (now_ms() - marker.submitted_at_ms) / 1000,
+            "running" if lease is not None else "still starting",
         )
-        return adopted_handle(spec, starting)
+        return adopted_handle(spec, marker)
     if lease is not None or starting is not None:
         if lease is not None:
             message = f"job {spec.job_name} is running: {lease.describe()}"

@@ -13,6 +13,8 @@ from airflow_provider_kafkaspark.assets import savepoint_asset, savepoints_alias
 from airflow_provider_kafkaspark.core.spec.jobspec import valid_job_name
 
 if TYPE_CHECKING:
+    from airflow.sdk import XComArg
+
     from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
     from airflow_provider_kafkaspark.core.control.reports import StoppedReport
 
@@ -69,7 +71,7 @@ class StopStreamingJobOperator(BaseOperator):
         savepoint_root: str,
         checkpoint: str | None = None,
         job_name: str | None = None,
-        handle: dict[str, Any] | str | None = None,
+        handle: dict[str, Any] | str | XComArg | None = None,
         drain_timeout_s: float = 120.0,
         allow_force_kill: bool = False,
         at_batch_boundary: bool = False,

@@ -36,6 +36,8 @@ from airflow_provider_kafkaspark.core.spec.xcom_values import parse_batch_id
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 
 if TYPE_CHECKING:
+    from airflow.sdk import XComArg
+
     from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
@@ -88,7 +90,7 @@ class StreamingHealthSensor(BaseSensorOperator):
         self,
         *,
         checkpoint: str | None = None,
-        handle: dict[str, Any] | str | None = None,
+        handle: dict[str, Any] | str | XComArg | None = None,
         kafka_conn_id: str = "kafka_default",
         since_batch: int | str | None = None,
         since_ms: int | str | None = None,

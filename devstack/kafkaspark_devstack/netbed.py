@@ -182,6 +182,22 @@ class NetBed:
             except subprocess.TimeoutExpired:
                 log.warning("bed host %s: its unshare did not exit", host)
 
+    def boot_host(self, host: str, timeout_s: float = 30.0) -> None:
+        """`host` back after `kill_host`, as a machine powered on again: a new init in a new
+        PID namespace, on the same network and with the same folder (its disk), nothing
+        running until something is started there."""
+        proc = self._inits.get(host)
+        if proc is not None and proc.poll() is None:
+            raise NetBedError(f"bed host {host!r} is up: kill_host it first")
+        self._inits[host] = subprocess.Popen(
+            init_command(self.hosts[host], self.base_dir / "hosts.txt"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._init_pids[host] = self._find_init(host, time.monotonic() + timeout_s)
+
     def down(self) -> None:
         """End every host's processes (their init dies), then delete the namespaces."""
         for name, proc in self._inits.items():

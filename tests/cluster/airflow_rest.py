@@ -1,10 +1,15 @@
 """A person's view of the bed's Airflow, through its REST API (run on a host of the bed):
 
     python -m tests.cluster.airflow_rest run DAG_ID [--timeout S]
+    python -m tests.cluster.airflow_rest trigger DAG_ID
+    python -m tests.cluster.airflow_rest tasks DAG_ID --run RUN_ID
+    python -m tests.cluster.airflow_rest wait DAG_ID --run RUN_ID [--timeout S]
 
-waits until the DAG is parsed, triggers a run, waits (bounded) for its end, and prints one
-JSON object: the run's id and state, and for each task its state, host name, start and end
-times and returned value (XCom `return_value`)."""
+`run` waits until the DAG is parsed, triggers a run, waits (bounded) for its end, and prints
+one JSON object: the run's id and state, and for each task its state, try number, host name,
+start and end times and returned value (XCom `return_value`). `trigger` prints the new run's
+id; `tasks` the run's tasks as they are now; `wait` what `run` prints, for a run triggered
+before."""
 
 from __future__ import annotations
 
@@ -64,7 +69,8 @@ class AirflowRest:
         for ti in found:
             task_id = ti["task_id"]
             tasks[task_id] = {
-                key: ti.get(key) for key in ("state", "hostname", "start_date", "end_date")
+                key: ti.get(key)
+                for key in ("state", "try_number", "hostname", "start_date", "end_date")
             }
             if ti.get("state") == "success":
                 tasks[task_id]["value"] = self.xcom(dag_id, run_id, task_id)
@@ -87,15 +93,25 @@ class AirflowRest:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("action", choices=["run"])
+    parser.add_argument("action", choices=["run", "trigger", "tasks", "wait"])
     parser.add_argument("dag_id")
+    parser.add_argument("--run", default="")
     parser.add_argument("--api", default="http://airflow:8080")
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args(argv)
     rest = AirflowRest(args.api)
-    rest.wait_parsed(args.dag_id, 180)
+    if args.action == "tasks":
+        print(json.dumps(rest.tasks(args.dag_id, args.run)))
+        return 0
     started = time.monotonic()
-    run_id = rest.trigger(args.dag_id)
+    if args.action == "wait":
+        run_id = args.run
+    else:
+        rest.wait_parsed(args.dag_id, 180)
+        run_id = rest.trigger(args.dag_id)
+    if args.action == "trigger":
+        print(json.dumps({"run_id": run_id}))
+        return 0
     state = rest.wait_run(args.dag_id, run_id, args.timeout)
     took = time.monotonic() - started
     tasks = rest.tasks(args.dag_id, run_id)

@@ -3,6 +3,7 @@ it leaves before it asks the cluster manager."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,21 @@ def test_a_driver_still_starting_counts_as_running_and_its_own_submitter_takes_i
     assert decide_if_running(None, "fail", bare, "airflow:d.submit") is RunningDecision.FAIL
     # A live lease decides over any marker.
     assert decide_if_running(lease(), "fail", starting, "airflow:d.submit") is RunningDecision.FAIL
+
+
+def test_a_running_driver_its_own_submitter_started_is_taken_up() -> None:
+    ref = {"backend": "yarn", "application_id": "application_1_0001"}
+    marker = SubmittedMarker(1_000, "job", "airflow:d.submit", "worker-1", job_ref=ref)
+    holder = replace(lease(), application_id="application_1_0001")
+    # The retry of the submit whose driver has taken its lease since.
+    decided = decide_if_running(holder, "fail", None, "airflow:d.submit", marker)
+    assert decided is RunningDecision.ADOPT
+    # Anyone else, or a holder of another application (a later submit's), is a running job.
+    assert decide_if_running(holder, "fail", None, "cli:ops", marker) is RunningDecision.FAIL
+    other = replace(holder, application_id="application_1_0002")
+    assert decide_if_running(other, "skip", None, "airflow:d.submit", marker).value == "skip"
+    # A local driver's lease names no application: nothing to match.
+    assert decide_if_running(lease(), "fail", None, "airflow:d.submit", marker).value == "fail"
 
 
 # -- a submit whose host dies before it records its driver --------------------------------
