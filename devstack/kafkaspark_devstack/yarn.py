@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -356,6 +357,16 @@ class LocalYarnCluster:
             timeout, f"ResourceManager {rm_id} answering", lambda: bool(self.ha_state(rm_id))
         )
 
+    def restart_resource_manager(self, timeout: float = 120.0) -> None:
+        """The one RM (no HA) crashes (SIGKILL) and starts again on its ports; wait (bounded)
+        until it answers. It recovers the applications from its store, and with
+        work-preserving recovery their containers go on (`yarn_config.yarn_site`)."""
+        if self._state.ha_rms:
+            raise YarnStartError("an HA cluster's RMs restart one by one: start_resource_manager")
+        self._kill("resourcemanager", signal.SIGKILL, 10.0)
+        self._spawn_single_rm()
+        self._wait(timeout, "the restarted ResourceManager's REST API", self._rm_answers)
+
     @property
     def conf_dir(self) -> Path:
         """A client's configuration folder (HADOOP_CONF_DIR for spark-submit)."""
@@ -394,19 +405,10 @@ class LocalYarnCluster:
             if "resourcemanager" in roles and ha is not None:
                 self._start_ha(timeout)
             elif "resourcemanager" in roles:
-                auth = self._state.web_auth
-                rm_conf = write_conf_dir(
-                    self.base_dir / "conf" / "rm",
-                    host,
-                    rm,
-                    tmp,
-                    None,
-                    web_spnego_site(auth) if auth else None,
-                )
-                krb5 = (f"-Djava.security.krb5.conf={auth.krb5_conf}",) if auth else ()
-                self._spawn(
-                    "resourcemanager", RESOURCE_MANAGER, rm_conf, heap_mb=512, java_options=krb5
-                )
+                # A start is a new cluster: the store of an earlier one would bring its
+                # applications back (restart_resource_manager keeps it).
+                shutil.rmtree(tmp / "yarn" / "system" / "rmstore", ignore_errors=True)
+                self._spawn_single_rm()
                 self._wait(timeout, "the ResourceManager's REST API", self._rm_answers)
             if "nodemanager" in roles:
                 # Its ports mean nothing to clients: fresh free ones at each start.
@@ -568,6 +570,19 @@ class LocalYarnCluster:
         self._wait(
             timeout, f"ResourceManager {second} standby", lambda: self.ha_state(second) == "STANDBY"
         )
+
+    def _spawn_single_rm(self) -> None:
+        auth = self._state.web_auth
+        rm_conf = write_conf_dir(
+            self.base_dir / "conf" / "rm",
+            self._state.host,
+            self._state.rm,
+            self.base_dir / "tmp",
+            None,
+            web_spnego_site(auth) if auth else None,
+        )
+        krb5 = (f"-Djava.security.krb5.conf={auth.krb5_conf}",) if auth else ()
+        self._spawn("resourcemanager", RESOURCE_MANAGER, rm_conf, heap_mb=512, java_options=krb5)
 
     def _spawn_rm(self, rm_id: str) -> None:
         folder = self.base_dir / "conf" / rm_id

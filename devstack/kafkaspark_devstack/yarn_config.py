@@ -139,6 +139,9 @@ def ha_properties(host: str, ha: HaLayout, rm_id: str | None) -> dict[str, str |
     return properties
 
 
+FS_STATE_STORE = "org.apache.hadoop.yarn.server.resourcemanager.recovery.FileSystemRMStateStore"
+
+
 def yarn_site(
     host: str,
     ports: ResourceManagerPorts,
@@ -158,6 +161,13 @@ def yarn_site(
         "yarn.scheduler.maximum-allocation-vcores": node.vcores if node else 4,
         "yarn.log-aggregation-enable": False,
     }
+    if ha is None:
+        # A restarted RM reads the applications from its store (a folder under
+        # hadoop.tmp.dir, FileSystemRMStateStore's default) and lets their containers run
+        # on; NodeManagers read the second key too, to keep their containers at the resync.
+        properties["yarn.resourcemanager.recovery.enabled"] = True
+        properties["yarn.resourcemanager.store.class"] = FS_STATE_STORE
+    properties["yarn.resourcemanager.work-preserving-recovery.enabled"] = True
     if node is None:
         # The RM declares a silent node lost, and an application master that stopped
         # heartbeating failed, after these (YARN's defaults: 10 minutes each): a lost node's

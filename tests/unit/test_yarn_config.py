@@ -130,6 +130,10 @@ def test_without_ha_no_ha_key_is_written(tmp_path: Path) -> None:
     site = properties(write_conf_dir(tmp_path, "127.0.0.1", RM, tmp_path, None) / "yarn-site.xml")
     assert not [k for k in site if ".ha." in k or k.startswith("hadoop.zk")]
     assert site["yarn.resourcemanager.webapp.address"] == "127.0.0.1:18088"
+    # One RM restarts from its own store, keeping the running containers.
+    assert site["yarn.resourcemanager.recovery.enabled"] == "true"
+    assert site["yarn.resourcemanager.store.class"].endswith("recovery.FileSystemRMStateStore")
+    assert site["yarn.resourcemanager.work-preserving-recovery.enabled"] == "true"
 
 
 def test_zookeeper_listens_where_told_and_keeps_its_data_in_the_folder(tmp_path: Path) -> None:
