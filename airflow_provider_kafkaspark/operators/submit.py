@@ -212,7 +212,11 @@ class SubmitStreamingJobOperator(BaseOperator):
             standby=self.handover_from or None,
         )
         handle = submit_streaming_job(backend, request)
-        verb = "handed over to standby" if handle.get("standby_token") else "submitted"
+        verb = "submitted"
+        if handle.get("standby_token"):
+            verb = "handed over to standby"
+        elif handle.get("adopted"):
+            verb = "took up the driver an earlier try started for"
         self.log.info("%s %s: %s", verb, given.job_name, _describe(handle))
         return handle
 
