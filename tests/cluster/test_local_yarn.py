@@ -33,6 +33,9 @@ def test_a_pyspark_application_runs_in_cluster_mode(yarn: LocalYarnCluster, tmp_
     assert out.read_text() == "499500\n"
 
 
+@pytest.mark.extended(
+    covered_by="test_streaming_on_yarn (a killed driver restarted), test_rm_failover (a REST kill)"
+)
 def test_yarn_restarts_a_killed_driver_and_a_rest_kill_ends_it(
     yarn: LocalYarnCluster, tmp_path: Path
 ) -> None:

@@ -46,8 +46,11 @@ POLL_S = 0.25
 
 @pytest.fixture(scope="module")
 def ha_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalYarnCluster]:
-    with LocalYarnCluster(tmp_path_factory.mktemp("yarn-ha"), ha=True) as cluster:
+    cluster = LocalYarnCluster(tmp_path_factory.mktemp("yarn-ha"), ha=True).start()
+    try:
         yield cluster
+    finally:
+        cluster.stop(timeout=10)  # as tests/cluster/conftest.py's
 
 
 @pytest.fixture

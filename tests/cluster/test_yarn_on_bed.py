@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from airflow_provider_kafkaspark.examples.access_events import AccessEvent, generate_events
 from airflow_provider_kafkaspark.examples.ip_count import (
     expected_counts,
@@ -25,6 +27,9 @@ from tests.cluster.bed_stack import BUCKET, KAFKASPARK, BedStack, wait
 HOSTS = ["s3", "kafka", "rm", "node1", "submit", "stopper"]
 
 
+@pytest.mark.extended(
+    covered_by="test_airflow_on_bed (YARN across hosts), tests/faults (`kafkaspark job`)"
+)
 def test_the_job_on_yarn_across_hosts(tmp_path: Path) -> None:
     with NetBed(tmp_path / "bed", HOSTS) as bed:
         stack = BedStack(bed)

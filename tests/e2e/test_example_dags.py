@@ -87,6 +87,9 @@ def dags_test(env: dict[str, str], dag_id: str, logical_date: str | None = None)
     return output
 
 
+@pytest.mark.extended(
+    covered_by="tests/cluster/test_airflow_on_bed.py (these DAG files) and `make demo`"
+)
 def test_demo_story_through_the_example_dags_is_exactly_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -128,6 +128,7 @@ def test_a_driver_killed_with_no_restart_budget_fails_the_sensor_at_once(
     assert took < 180
 
 
+@pytest.mark.extended(covered_by="test_compat_check.py (the refusal), test_deploy.py (a rollback)")
 def test_restart_window_refuses_an_incompatible_upgrade_and_rolls_back_an_unhealthy_one(
     env: dict[str, str], kafka_cluster: LocalKafkaCluster
 ) -> None:

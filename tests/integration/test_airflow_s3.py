@@ -50,6 +50,7 @@ def no_aws_variables(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
+@pytest.mark.extended(covered_by="tests/cluster: test_streaming_on_yarn.py, test_airflow_on_bed.py")
 def test_submit_health_stop_and_reconcile_through_an_aws_connection(
     kafka_cluster: LocalKafkaCluster,
     s3_server: LocalS3Server,

@@ -97,7 +97,14 @@ def spec_for(name: str, tmp_path: Path) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("mechanism", ["tls", "mtls", "oidc"])
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        pytest.param("tls", marks=pytest.mark.extended(covered_by="the mtls case (TLS and more)")),
+        "mtls",
+        "oidc",
+    ],
+)
 def test_the_lifecycle_over_a_secured_listener(
     mechanism: str, stack: SecureKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -53,7 +53,10 @@ def settled(checkpoint: str) -> Callable[[], bool]:
     return check
 
 
-@pytest.mark.parametrize("storage", ["local", "s3"])
+@pytest.mark.parametrize(
+    "storage",
+    [pytest.param("local", marks=pytest.mark.extended(covered_by="the s3 case")), "s3"],
+)
 def test_a_periodic_savepoint_restores_as_the_stop_savepoint_of_the_same_batch(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path, request: pytest.FixtureRequest, storage: str
 ) -> None:

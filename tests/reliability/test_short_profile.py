@@ -24,11 +24,11 @@ PROFILE = Profile.named("short")
 # scenario has its own bound and says what it waited for, and a scenario on a slow machine
 # runs as long as its faults take.
 SCENARIO_TIMEOUT_S = 3_600
-# The scenarios CI also runs with their state on the real S3 server. The other S3-capable
-# ones (driver kills, partitions added) have S3 counterparts among the integration tests
-# (test_exactly_once's crash test, test_stop_restore_storage) and run here on S3 with
-# `python -m reliability.run --storage s3`: CI's time budget has room for one more.
-S3_IN_CI = ("repeated_restores",)
+# The scenarios CI also runs with their state on the real S3 server: none. The S3-capable
+# ones have S3 counterparts among the integration tests (test_exactly_once's crash test,
+# test_stop_restore_storage, test_periodic_savepoint) and in tests/faults and tests/cluster,
+# and run here on S3 with `python -m reliability.run --storage s3`.
+S3_IN_CI: tuple[str, ...] = ()
 RUNS = [(name, "local") for name in MODULES] + [(name, "s3") for name in S3_IN_CI]
 _results: dict[str, ScenarioResult] = {}
 
