@@ -108,16 +108,25 @@ ACROSS_HOSTS_COLUMNS = (
 ACROSS_HOSTS_HEADER = """
 ## Across hosts
 
-Faults between the hosts of the multi-host bed (network and PID namespaces on one machine:
-S3, Kafka, two driver hosts and a worker's host), from `tests/faults/` (`make e2e-faults`;
-`make test` runs them), whose figures `benchmarks/results/across_hosts.json` keeps. Each
-scenario reads the sink `read_committed` at the end, and reads the lease file's history from
-the versions S3 kept of it: "lease holders at most" is 2 when a driver wrote the lease after
-another had taken it. "duration s" is how long the fault lasted (for the clocks, how far
-they were off). "recover s" is the time from the heal to the next committed batch (for the
-S3 cut, the first batch of the driver's restart, which took the lease the cut driver had
-given up); for the pause, from the pause to the lease's expiry, after which a driver on
-another host took it.
+Faults between the hosts of the multi-host bed (network and PID namespaces on one machine),
+whose figures `benchmarks/results/across_hosts.json` keeps; `make test` runs both:
+
+- `tests/faults/` (`make e2e-faults`): S3, Kafka, two driver hosts and a worker's host; the
+  job submitted with `kafkaspark job submit`, its driver a local one on a driver host.
+- `tests/cluster/test_airflow_faults_on_bed.py` (`make e2e-cluster`): Airflow's services
+  (PostgreSQL, api-server, scheduler, dag-processor, a triggerer, two Edge workers), YARN,
+  Kafka and S3 on hosts of their own; the job submitted by a DAG, its driver on YARN.
+
+Each scenario reads the sink `read_committed` at the end, and reads the lease file's history
+from the versions S3 kept of it: "lease holders at most" is 2 when a driver wrote the lease
+after another had taken it. "duration s" is how long the fault lasted (for the clocks, how
+far they were off; for a host lost and booted again, until its service ran again). "recover
+s" is the time from the heal to the next committed batch (for the S3 cut, the first batch of
+the driver's restart, which took the lease the cut driver had given up); for the pause, from
+the pause to the lease's expiry, after which a driver on another host took it; for the
+worker lost mid-submit, from the loss to the health wait deferred after the submit's retry
+took up the application; for a triggerer lost, from the loss to the deferred task's end; for
+the ResourceManager restart, from the crash to the job having read what was written meanwhile.
 
 """
 

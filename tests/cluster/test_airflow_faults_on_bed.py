@@ -10,11 +10,15 @@ bed, with the driver on YARN:
    and its YARN tag name it) instead of starting a second one.
 2. The triggerer host loses power while the health sensor waits there, and boots again;
    the new triggerer runs the wait to its true end (healthy).
-3. The same while the maintenance stop (`kafkaspark_stop`) waits there: the stop ends clean,
-   with its savepoint.
+3. The ResourceManager crashes and starts again under the running job (work-preserving
+   recovery): the same application, attempt and driver go on and read what came meanwhile.
+4. The triggerer host loses power while the maintenance stop (`kafkaspark_stop`) waits
+   there: the stop ends clean, with its savepoint.
 
-The sink is read `read_committed`: 0 duplicates, 0 missing. Figures (seconds) go to
-`airflow_faults_figures.json` in the test's folder and are printed."""
+The sink is read `read_committed`: 0 duplicates, 0 missing; the lease's history, from the
+versions S3 kept of it, shows no driver writing it after another had taken it, and no
+checkpoint file was written twice. Figures (seconds) go to `airflow_faults_figures.json` in
+the test's folder, are printed, and (as the fault tier's) to `artifacts/across_hosts.json`."""
 
 from __future__ import annotations
 
@@ -32,6 +36,13 @@ from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
 from kafkaspark_devstack.airflow_services import new_shared_secrets, shared_environment
 from kafkaspark_devstack.netbed import NetBed
 from tests.cluster.bed_stack import BUCKET, KAFKASPARK, REPO, BedStack, wait
+from tests.faults.figures import record
+from tests.faults.scenario import (
+    enable_versions,
+    lease_history,
+    object_versions,
+    rewritten_checkpoint_files,
+)
 
 HOSTS = ["s3", "kafka", "rm", "node1", "airflow", "triggerer", "worker1", "worker2", "ops"]
 SOURCE, SINK, JOB = "fault_source", "fault_sink", "fault_ip_count"
@@ -68,7 +79,8 @@ def run_faults(
 ) -> None:
     on = stack.on
     t0 = time.monotonic()
-    stack.start_s3("s3")
+    aws = stack.start_s3("s3")
+    enable_versions(stack, "ops")
     bootstrap = stack.start_kafka("kafka")
     stack.create_topics("kafka", 3, SOURCE, SINK)
     stack.start_yarn("rm", ["node1"], ["worker1", "worker2"], tmp_path / "bed" / "opt")
@@ -145,13 +157,17 @@ def run_faults(
     def applications() -> list[dict[str, Any]]:
         return list(json.loads(stack.python("ops", RM_APPS, resource_manager, JOB)))
 
-    def lose_triggerer() -> float:
-        """The triggerer's host loses power and boots again; its triggerer starts anew."""
+    def lose_triggerer() -> tuple[float, float]:
+        """The triggerer's host loses power and boots again; its triggerer starts anew.
+        Returns when it was lost, and for how long no triggerer ran there."""
         bed.kill_host("triggerer")
         lost = time.monotonic()
         bed.boot_host("triggerer")
         airflow_on("triggerer", "start", "triggerer")
-        return lost
+        return lost, round(time.monotonic() - lost, 1)
+
+    def status(ref: str) -> dict[str, Any]:
+        return dict(json.loads(on("ops", [KAFKASPARK, "job", "status", ref, "--json"], env=aws)))
 
     events = list(generate_events(4_000, seed=67))
     stack.produce("ops", SOURCE, events)
@@ -172,7 +188,7 @@ def run_faults(
         pause_s=1,
     )
     figures["submit_retried_s"] = round(time.monotonic() - killed, 1)
-    lost = lose_triggerer()
+    lost, figures["triggerer_down_health_s"] = lose_triggerer()
     submitted = finished("kafkaspark_fault_submit", run_id)["tasks"]
     figures["health_wait_after_triggerer_loss_s"] = round(time.monotonic() - lost, 1)
 
@@ -186,17 +202,31 @@ def run_faults(
     assert healthy["value"]["state"] == "healthy", healthy
     figures["applications"] = 1
 
+    def read_all(count: int) -> bool:
+        return sum(stack.checkpoint_offsets("ops", CHECKPOINT, SOURCE).values()) == count
+
+    # 3. The ResourceManager crashes and starts again; what is written meanwhile is read by
+    # the same attempt of the same application.
+    ref = json.dumps(handle["job_ref"])
+    wait("the first events read", lambda: read_all(len(events)), 300)
+    restarted = time.monotonic()
+    on("rm", [KAFKASPARK, "local", "yarn", "restart-rm", "--dir", str(bed.folder("rm"))])
+    figures["rm_down_s"] = round(time.monotonic() - restarted, 1)
+    later = list(generate_events(1_000, seed=68, start_ms=events[-1].event_time_ms + 1))
+    stack.produce("ops", SOURCE, later)
+    events += later
+    wait("the application RUNNING again", lambda: status(ref)["state"] == "RUNNING", 180)
+    again = status(ref)
+    assert again["attempts"] == 1 and again["alive"] is True, again
+    wait("what came during the restart read", lambda: read_all(len(events)), 300)
+    figures["rm_restart_to_read_s"] = round(time.monotonic() - restarted, 1)
+
     # All the input read before the stop: the flush event closes the last windows.
     flush_ms = max(e.event_time_ms for e in events) + 60_000
     stack.produce("ops", SOURCE, [AccessEvent("255.255.255.255", flush_ms, "/", 200)])
+    wait("the source read to its end", lambda: read_all(len(events) + 1), 600)
 
-    def caught_up() -> bool:
-        committed = stack.checkpoint_offsets("ops", CHECKPOINT, SOURCE)
-        return sum(committed.values()) == len(events) + 1
-
-    wait("the source read to its end", caught_up, 600)
-
-    # 3. The maintenance stop waits in the triggerer; that host loses power again.
+    # 4. The maintenance stop waits in the triggerer; that host loses power again.
     stop_id = trigger("kafkaspark_stop")
     wait(
         "the stop deferred",
@@ -204,7 +234,7 @@ def run_faults(
         300,
         pause_s=0.5,
     )
-    lost = lose_triggerer()
+    lost, figures["triggerer_down_stop_s"] = lose_triggerer()
     stopped = finished("kafkaspark_stop", stop_id)["tasks"]["stop_with_savepoint"]
     figures["stop_after_triggerer_loss_s"] = round(time.monotonic() - lost, 1)
     assert stopped["value"]["stopped"]["clean"] is True and stopped["value"]["savepoint_id"]
@@ -214,8 +244,46 @@ def run_faults(
     expected = expected_counts(events, closed_before_ms=flush_ms - 10_000)
     missing = sum(1 for key in expected if key not in counts)
     figures.update(duplicates=duplicates, missing=missing, windows=len(expected))
+    versions = object_versions(stack, f"jobs/{JOB}/checkpoint", "ops")
+    history = lease_history(versions)
+    rewritten = rewritten_checkpoint_files(versions)
+    figures.update(holders=len(history.owners), holders_at_most=history.holders_at_most)
     assert duplicates == 0 and missing == 0
     assert counts == expected
+    assert history.holders_at_most == 1, history
+    assert rewritten == [], rewritten
+    checked = {
+        "records": len(events) + 1,
+        "duplicates": duplicates,
+        "missing": missing,
+        "holders_at_most": history.holders_at_most,
+        "checkpoint_files_rewritten": len(rewritten),
+        "windows": len(expected),
+    }
+    record(
+        "Airflow worker lost mid-submit",
+        **checked,
+        recover_s=figures["submit_retried_s"],
+        applications=figures["applications"],
+    )
+    record(
+        "triggerer lost during a deferred health wait",
+        **checked,
+        fault_s=figures["triggerer_down_health_s"],
+        recover_s=figures["health_wait_after_triggerer_loss_s"],
+    )
+    record(
+        "ResourceManager restarted under the job",
+        **checked,
+        fault_s=figures["rm_down_s"],
+        recover_s=figures["rm_restart_to_read_s"],
+    )
+    record(
+        "triggerer lost during a deferred stop",
+        **checked,
+        fault_s=figures["triggerer_down_stop_s"],
+        recover_s=figures["stop_after_triggerer_loss_s"],
+    )
     for host, component in (
         ("worker2", "edge-worker"),
         ("triggerer", "triggerer"),

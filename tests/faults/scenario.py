@@ -70,14 +70,14 @@ print(sum(s < h for s, h in zip(ends("read_committed"), ends("read_uncommitted")
 """
 
 
-def enable_versions(stack: BedStack) -> None:
-    status = stack.python("worker", _VERSIONING, BUCKET, env=stack.aws).strip()
+def enable_versions(stack: BedStack, host: str = "worker") -> None:
+    status = stack.python(host, _VERSIONING, BUCKET, env=stack.aws).strip()
     assert status == "Enabled", status
 
 
-def object_versions(stack: BedStack, prefix: str) -> list[dict[str, Any]]:
+def object_versions(stack: BedStack, prefix: str, host: str = "worker") -> list[dict[str, Any]]:
     """Every version S3 kept under `s3://BUCKET/prefix`, in the order each key was written."""
-    seen = json.loads(stack.python("worker", _VERSIONS, BUCKET, prefix, env=stack.aws))
+    seen = json.loads(stack.python(host, _VERSIONS, BUCKET, prefix, env=stack.aws))
     by_key: dict[str, list[dict[str, Any]]] = {}
     for v in seen:
         by_key.setdefault(v["key"], []).append(v)

@@ -82,7 +82,12 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     yarn = parts.add_parser(
         "yarn", help="a local YARN cluster (one ResourceManager and NodeManager)"
     )
-    yarn.add_argument("action", choices=["start", "stop", "status"])
+    yarn.add_argument(
+        "action",
+        choices=["start", "stop", "status", "restart-rm"],
+        help="restart-rm: the ResourceManager crashes (SIGKILL) and starts again, recovering "
+        "its applications (work-preserving: their containers go on)",
+    )
     yarn.add_argument("--dir", default=str(DEFAULT_LOCAL_YARN_DIR), help="cluster folder")
     yarn.add_argument("--port", type=int, default=8032, help="ResourceManager client port")
     yarn.add_argument("--web-port", type=int, default=8088, help="ResourceManager REST/UI port")
@@ -300,5 +305,9 @@ def local_yarn(args: argparse.Namespace) -> int:
     if args.action == "stop":
         cluster.stop()
         print(f"YARN stopped (logs kept in {base / 'logs'})")
+        return EXIT_OK
+    if args.action == "restart-rm":
+        cluster.restart_resource_manager(timeout=args.timeout)
+        print(f"ResourceManager restarted: {cluster.web_url}")
         return EXIT_OK
     return server_status(cluster.status())
