@@ -23,18 +23,14 @@ the test's folder, are printed, and (as the fault tier's) to `artifacts/across_h
 from __future__ import annotations
 
 import json
-import shutil
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.examples.access_events import AccessEvent, generate_events
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts, sink_windows
-from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
-from kafkaspark_devstack.airflow_services import new_shared_secrets, shared_environment
 from kafkaspark_devstack.netbed import NetBed
+from tests.cluster.airflow_bed import AirflowOnBed, postgres_folder
 from tests.cluster.bed_stack import BUCKET, KAFKASPARK, REPO, BedStack, wait
 from tests.faults.figures import record
 from tests.faults.scenario import (
@@ -47,7 +43,6 @@ from tests.faults.scenario import (
 HOSTS = ["s3", "kafka", "rm", "node1", "airflow", "triggerer", "worker1", "worker2", "ops"]
 SOURCE, SINK, JOB = "fault_source", "fault_sink", "fault_ip_count"
 CHECKPOINT = f"s3://{BUCKET}/jobs/{JOB}/checkpoint"
-REST = [sys.executable, "-m", "tests.cluster.airflow_rest"]
 
 # On the ops host: the ResourceManager's applications of a name, in any state.
 RM_APPS = """
@@ -61,15 +56,9 @@ print(json.dumps([{k: a[k] for k in ("id", "state", "applicationTags")} for a in
 
 
 def test_workers_and_the_triggerer_lost_mid_task(tmp_path: Path) -> None:
-    # PostgreSQL runs as `nobody`, who cannot enter pytest's private temporary folder.
-    pg_dir = Path(tempfile.mkdtemp(prefix="kafkaspark-bed-pg-"))
-    pg_dir.chmod(0o755)
     figures: dict[str, Any] = {}
-    try:
-        with NetBed(tmp_path / "bed", HOSTS) as bed:
-            run_faults(bed, BedStack(bed), pg_dir, tmp_path, figures)
-    finally:
-        shutil.rmtree(pg_dir, ignore_errors=True)
+    with postgres_folder() as pg_dir, NetBed(tmp_path / "bed", HOSTS) as bed:
+        run_faults(bed, BedStack(bed), pg_dir, tmp_path, figures)
     (tmp_path / "airflow_faults_figures.json").write_text(json.dumps(figures, indent=2))
     print("Airflow faults figures:", json.dumps(figures))
 
@@ -92,67 +81,26 @@ def run_faults(
         REPO / "tests" / "cluster" / "dags" / "kafkaspark_fault_submit.py"
     )
     (dags / "kafkaspark_stop.py").symlink_to(REPO / "dags" / "kafkaspark_stop.py")
-    shared = shared_environment(
-        database_url="postgresql+psycopg2://postgres@airflow:5432/airflow",
-        api_host="airflow",
-        dags_folder=str(dags),
-        keys=new_shared_secrets(),
-    )
-    kafka_conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap}}
-    deployment = {
-        **shared,
-        "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True",
+    airflow = AirflowOnBed(
+        stack,
+        pg_dir,
+        dags,
+        job=JOB,
+        source=SOURCE,
+        sink=SINK,
+        bootstrap=bootstrap,
         # A task whose worker is gone is failed (and retried) after 30 s without a
         # heartbeat; a triggerer silent for 15 s loses its triggers to a live one.
-        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
-        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
-        "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "15",
-        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(kafka_conn),
-        "AIRFLOW_CONN_AWS_BED": json.dumps(stack.s3_connection),
-        "AIRFLOW_CONN_SPARK_YARN": json.dumps(stack.spark_connection),
-        "KAFKASPARK_STATE_URL": f"s3://{BUCKET}/jobs",
-        "KAFKASPARK_AWS_CONN_ID": "aws_bed",
-        "KAFKASPARK_JOB_NAME": JOB,
-        "KAFKASPARK_SOURCE_TOPIC": SOURCE,
-        "KAFKASPARK_SINK_TOPIC": SINK,
-        "KAFKASPARK_SPARK_CONN_ID": "spark_yarn",
-        "KAFKASPARK_JARS": spark_jars_option(s3a=True),
-        "KAFKASPARK_SPARK_CONF": json.dumps({"spark.sql.shuffle.partitions": "2"}),
-    }
-
-    def airflow_on(host: str, action: str, component: str) -> None:
-        env = {
-            **deployment,
-            **stack.client_env.get(host, {}),
-            "KAFKASPARK_HOME": str(bed.folder(host) / "kafkaspark"),
-        }
-        folder = str(bed.folder(host) / "airflow")
-        on(host, [KAFKASPARK, "local", "airflow", action, component, "--dir", folder], env=env)
-
-    postgres = [KAFKASPARK, "local", "postgres", "start", "--dir", str(pg_dir)]
-    on("airflow", [*postgres, "--database", "airflow"])
-    on("airflow", [str(Path(sys.executable).parent / "airflow"), "db", "migrate"], env=deployment)
-    for component in ("api-server", "scheduler", "dag-processor"):
-        airflow_on("airflow", "start", component)
-    airflow_on("triggerer", "start", "triggerer")
-    airflow_on("worker1", "start", "edge-worker")
+        settings={
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
+            "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "15",
+        },
+    )
+    airflow.start_core()
+    airflow.start("triggerer", "triggerer")
+    airflow.start("worker1", "edge-worker")
     figures["bed_up_s"] = round(time.monotonic() - t0, 1)
-
-    def trigger(dag_id: str) -> str:
-        return str(json.loads(on("ops", [*REST, "trigger", dag_id], timeout=240))["run_id"])
-
-    def tasks(dag_id: str, run_id: str) -> dict[str, Any]:
-        return dict(json.loads(on("ops", [*REST, "tasks", dag_id, "--run", run_id])))
-
-    def state_of(dag_id: str, run_id: str, task_id: str) -> str | None:
-        found = tasks(dag_id, run_id).get(task_id) or {}
-        return found.get("state")
-
-    def finished(dag_id: str, run_id: str, timeout_s: float = 600) -> dict[str, Any]:
-        argv = [*REST, "wait", dag_id, "--run", run_id, "--timeout", str(timeout_s)]
-        run: dict[str, Any] = json.loads(on("ops", argv, timeout=timeout_s + 120))
-        assert run["state"] == "success", json.dumps(run, indent=2)
-        return run
 
     def applications() -> list[dict[str, Any]]:
         return list(json.loads(stack.python("ops", RM_APPS, resource_manager, JOB)))
@@ -161,9 +109,10 @@ def run_faults(
         """The triggerer's host loses power and boots again; its triggerer starts anew.
         Returns when it was lost, and for how long no triggerer ran there."""
         bed.kill_host("triggerer")
+        airflow.forget("triggerer")
         lost = time.monotonic()
         bed.boot_host("triggerer")
-        airflow_on("triggerer", "start", "triggerer")
+        airflow.start("triggerer", "triggerer")
         return lost, round(time.monotonic() - lost, 1)
 
     def status(ref: str) -> dict[str, Any]:
@@ -174,22 +123,23 @@ def run_faults(
 
     # 1. worker1 dies once the ResourceManager has the application: spark-submit has handed
     # it over, the task has not returned (nor recorded it, most likely).
-    run_id = trigger("kafkaspark_fault_submit")
+    run_id = airflow.trigger("kafkaspark_fault_submit")
     accepted = wait("the submit's application at the RM", applications, 300, pause_s=0.2)
     bed.kill_host("worker1")
+    airflow.forget("worker1")
     killed = time.monotonic()
-    airflow_on("worker2", "start", "edge-worker")
+    airflow.start("worker2", "edge-worker")
 
     # 2. The health sensor waits in the triggerer; that host loses power.
     wait(
         "the health sensor deferred",
-        lambda: state_of("kafkaspark_fault_submit", run_id, "healthy") == "deferred",
+        lambda: airflow.task_state("kafkaspark_fault_submit", run_id, "healthy") == "deferred",
         600,
         pause_s=1,
     )
     figures["submit_retried_s"] = round(time.monotonic() - killed, 1)
     lost, figures["triggerer_down_health_s"] = lose_triggerer()
-    submitted = finished("kafkaspark_fault_submit", run_id)["tasks"]
+    submitted = airflow.finished("kafkaspark_fault_submit", run_id)["tasks"]
     figures["health_wait_after_triggerer_loss_s"] = round(time.monotonic() - lost, 1)
 
     submit, healthy = submitted["submit"], submitted["healthy"]
@@ -227,15 +177,15 @@ def run_faults(
     wait("the source read to its end", lambda: read_all(len(events) + 1), 600)
 
     # 4. The maintenance stop waits in the triggerer; that host loses power again.
-    stop_id = trigger("kafkaspark_stop")
+    stop_id = airflow.trigger("kafkaspark_stop")
     wait(
         "the stop deferred",
-        lambda: state_of("kafkaspark_stop", stop_id, "stop_with_savepoint") == "deferred",
+        lambda: airflow.task_state("kafkaspark_stop", stop_id, "stop_with_savepoint") == "deferred",
         300,
         pause_s=0.5,
     )
     lost, figures["triggerer_down_stop_s"] = lose_triggerer()
-    stopped = finished("kafkaspark_stop", stop_id)["tasks"]["stop_with_savepoint"]
+    stopped = airflow.finished("kafkaspark_stop", stop_id)["tasks"]["stop_with_savepoint"]
     figures["stop_after_triggerer_loss_s"] = round(time.monotonic() - lost, 1)
     assert stopped["value"]["stopped"]["clean"] is True and stopped["value"]["savepoint_id"]
     wait("the application's end", lambda: applications()[0]["state"] == "FINISHED", 120)
@@ -284,12 +234,4 @@ def run_faults(
         fault_s=figures["triggerer_down_stop_s"],
         recover_s=figures["stop_after_triggerer_loss_s"],
     )
-    for host, component in (
-        ("worker2", "edge-worker"),
-        ("triggerer", "triggerer"),
-        ("airflow", "dag-processor"),
-        ("airflow", "scheduler"),
-        ("airflow", "api-server"),
-    ):
-        airflow_on(host, "stop", component)
-    on("airflow", [KAFKASPARK, "local", "postgres", "stop", "--dir", str(pg_dir)])
+    airflow.stop_all()

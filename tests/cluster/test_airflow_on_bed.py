@@ -21,10 +21,8 @@ Figures (seconds) go to `airflow_bed_figures.json` in the test's folder and are 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -32,12 +30,8 @@ from typing import Any
 
 from airflow_provider_kafkaspark.examples.access_events import AccessEvent, generate_events
 from airflow_provider_kafkaspark.examples.ip_count import expected_counts, sink_windows
-from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
-from kafkaspark_devstack.airflow_services import (
-    new_shared_secrets,
-    shared_environment,
-)
 from kafkaspark_devstack.netbed import NetBed
+from tests.cluster.airflow_bed import AirflowOnBed, postgres_folder
 from tests.cluster.bed_stack import BUCKET, KAFKASPARK, REPO, BedStack, wait
 
 HOSTS = ["s3", "kafka", "rm", "node1", "airflow", "triggerer", "worker1", "worker2", "ops"]
@@ -84,15 +78,9 @@ def took_s(task: dict[str, Any]) -> float:
 
 
 def test_example_dags_on_airflow_services_across_hosts(tmp_path: Path) -> None:
-    # PostgreSQL runs as `nobody`, who cannot enter pytest's private temporary folder.
-    pg_dir = Path(tempfile.mkdtemp(prefix="kafkaspark-bed-pg-"))
-    pg_dir.chmod(0o755)
     figures: dict[str, Any] = {}
-    try:
-        with NetBed(tmp_path / "bed", HOSTS) as bed:
-            run_story(bed, BedStack(bed), pg_dir, tmp_path, figures)
-    finally:
-        shutil.rmtree(pg_dir, ignore_errors=True)
+    with postgres_folder() as pg_dir, NetBed(tmp_path / "bed", HOSTS) as bed:
+        run_story(bed, BedStack(bed), pg_dir, tmp_path, figures)
     (tmp_path / "airflow_bed_figures.json").write_text(json.dumps(figures, indent=2))
     print("Airflow bed figures:", json.dumps(figures))
 
@@ -107,60 +95,32 @@ def run_story(
     stack.create_topics("kafka", 3, SOURCE, SINK)
     stack.start_yarn("rm", ["node1"], ["worker1", "worker2"], tmp_path / "bed" / "opt")
 
-    # One Airflow deployment: what every host shares, then what its tasks need. The DAG
-    # files are the README's; their schedules are off, so that only the runs below happen.
+    # One Airflow deployment. The DAG files are the README's; their schedules are off, so
+    # that only the runs below happen.
     dags = tmp_path / "dags"
     dags.mkdir()
     for name in ("deploy", "restart_window", "reconcile", "stop"):
         (dags / f"kafkaspark_{name}.py").symlink_to(REPO / "dags" / f"kafkaspark_{name}.py")
-    shared = shared_environment(
-        database_url="postgresql+psycopg2://postgres@airflow:5432/airflow",
-        api_host="airflow",
-        dags_folder=str(dags),
-        keys=new_shared_secrets(),
+    airflow = AirflowOnBed(
+        stack,
+        pg_dir,
+        dags,
+        job=JOB,
+        source=SOURCE,
+        sink=SINK,
+        bootstrap=bootstrap,
+        settings={
+            "KAFKASPARK_RESTART_WINDOW_SCHEDULE": "none",
+            "KAFKASPARK_RECONCILE_SCHEDULE": "none",
+        },
     )
-    kafka_conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap}}
-    deployment = {
-        **shared,
-        "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True",
-        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(kafka_conn),
-        "AIRFLOW_CONN_AWS_BED": json.dumps(stack.s3_connection),
-        "AIRFLOW_CONN_SPARK_YARN": json.dumps(stack.spark_connection),
-        "KAFKASPARK_STATE_URL": f"s3://{BUCKET}/jobs",
-        "KAFKASPARK_AWS_CONN_ID": "aws_bed",
-        "KAFKASPARK_JOB_NAME": JOB,
-        "KAFKASPARK_SOURCE_TOPIC": SOURCE,
-        "KAFKASPARK_SINK_TOPIC": SINK,
-        "KAFKASPARK_SPARK_CONN_ID": "spark_yarn",
-        "KAFKASPARK_JARS": spark_jars_option(s3a=True),
-        "KAFKASPARK_SPARK_CONF": json.dumps({"spark.sql.shuffle.partitions": "2"}),
-        "KAFKASPARK_RESTART_WINDOW_SCHEDULE": "none",
-        "KAFKASPARK_RECONCILE_SCHEDULE": "none",
-    }
-
-    def airflow_on(host: str, action: str, component: str) -> None:
-        env = {
-            **deployment,
-            **stack.client_env.get(host, {}),
-            "KAFKASPARK_HOME": str(bed.folder(host) / "kafkaspark"),
-        }
-        folder = str(bed.folder(host) / "airflow")
-        on(host, [KAFKASPARK, "local", "airflow", action, component, "--dir", folder], env=env)
-
-    postgres = [KAFKASPARK, "local", "postgres", "start", "--dir", str(pg_dir)]
-    on("airflow", [*postgres, "--database", "airflow"])
-    on("airflow", [str(Path(sys.executable).parent / "airflow"), "db", "migrate"], env=deployment)
-    for component in ("api-server", "scheduler", "dag-processor"):
-        airflow_on("airflow", "start", component)
-    airflow_on("triggerer", "start", "triggerer")
-    airflow_on("worker1", "start", "edge-worker")
+    airflow.start_core()
+    airflow.start("triggerer", "triggerer")
+    airflow.start("worker1", "edge-worker")
     figures["bed_up_s"] = round(time.monotonic() - t0, 1)
 
     def dag_run(dag_id: str, timeout_s: float = 900) -> dict[str, Any]:
-        argv = [sys.executable, "-m", "tests.cluster.airflow_rest", "run", dag_id]
-        out = on("ops", [*argv, "--timeout", str(timeout_s)], timeout=timeout_s + 240)
-        run: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-        assert run["state"] == "success", json.dumps(run, indent=2)
+        run = airflow.dag_run(dag_id, timeout_s)
         figures.setdefault(f"{dag_id}_run_s", []).append(round(run["seconds"], 1))
         return run
 
@@ -196,8 +156,8 @@ def run_story(
     figures["yarn_next_attempt_s"] = round(time.monotonic() - killed, 1)
 
     # The submit's worker goes away; another host's worker runs the rest.
-    airflow_on("worker1", "stop", "edge-worker")
-    airflow_on("worker2", "start", "edge-worker")
+    airflow.stop("worker1", "edge-worker")
+    airflow.start("worker2", "edge-worker")
 
     # The restart window: stop with a savepoint, restore it as a new YARN application; while
     # the job is stopped, a partition is added to the source and written to.
@@ -280,12 +240,4 @@ def run_story(
     figures.update(duplicates=duplicates, missing=missing, windows=len(expected))
     assert duplicates == 0 and missing == 0
     assert counts == expected
-    for host, component in (
-        ("worker2", "edge-worker"),
-        ("triggerer", "triggerer"),
-        ("airflow", "dag-processor"),
-        ("airflow", "scheduler"),
-        ("airflow", "api-server"),
-    ):
-        airflow_on(host, "stop", component)
-    on("airflow", [KAFKASPARK, "local", "postgres", "stop", "--dir", str(pg_dir)])
+    airflow.stop_all()
