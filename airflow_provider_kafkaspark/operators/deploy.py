@@ -138,8 +138,8 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
     def _deploy(self, hook: KafkaSparkHook, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.lifecycle.deploy import DeployRequest, deploy_job
 
-        given, spec, backend, options = self._prepare(hook)
-        run_id = context.get("run_id", "")
+        run_id = str(context.get("run_id") or "")
+        given, spec, backend, options = self._prepare(hook, run_id)
         request = DeployRequest(
             spec=spec,
             given=given,

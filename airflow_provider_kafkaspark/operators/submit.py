@@ -137,7 +137,7 @@ class SubmitStreamingJobOperator(BaseOperator):
 
         hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
         with airflow_errors(self.task_id, self.kafka_conn_id), hook.storage():
-            return self._submit(hook)
+            return self._submit(hook, str(context.get("run_id") or ""))
 
     def _dag_folder(self) -> str | None:
         import os
@@ -146,7 +146,9 @@ class SubmitStreamingJobOperator(BaseOperator):
         fileloc = getattr(dag, "fileloc", None)
         return os.path.dirname(fileloc) if fileloc else None
 
-    def _prepare(self, hook: KafkaSparkHook) -> tuple[JobSpec, JobSpec, JobBackend, SubmitOptions]:
+    def _prepare(
+        self, hook: KafkaSparkHook, run_id: str = ""
+    ) -> tuple[JobSpec, JobSpec, JobBackend, SubmitOptions]:
         """The spec as given (python_path resolved against the DAG folder, code checked), the
         spec with the connection's servers and settings, the backend and the submit options:
         what a submit and a deploy share."""
@@ -171,7 +173,9 @@ class SubmitStreamingJobOperator(BaseOperator):
         )
         options = SubmitOptions(
             workdir=self.workdir,
-            submitted_by=f"airflow:{self.dag_id}.{self.task_id}",
+            # The task instance: its retries (the same run) take up a driver it started; a
+            # later run of the same task finds that driver running.
+            submitted_by=f"airflow:{self.dag_id}.{self.task_id}:{run_id}",
             restart_policy=policy,
             env=hook.driver_env(),
         )
@@ -184,7 +188,7 @@ class SubmitStreamingJobOperator(BaseOperator):
             options,
         )
 
-    def _submit(self, hook: KafkaSparkHook) -> dict[str, Any]:
+    def _submit(self, hook: KafkaSparkHook, run_id: str = "") -> dict[str, Any]:
         from airflow_provider_kafkaspark.errors import InvalidArgumentError
         from airflow_provider_kafkaspark.lifecycle.submit import (
             RestoreRequest,
@@ -195,7 +199,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         if self.restore_from and not self.savepoint_root:
             # Checked before anything is probed or stopped: the arguments alone are wrong.
             raise InvalidArgumentError(f"restore_from={self.restore_from!r} needs savepoint_root")
-        given, spec, backend, options = self._prepare(hook)
+        given, spec, backend, options = self._prepare(hook, run_id)
         if self.standby:
             return self._start_standby(backend, spec, options)
         request = SubmitRequest(
