@@ -137,7 +137,7 @@ def render_across_hosts(results_dir: Path = RESULTS) -> str:
         return ACROSS_HOSTS_HEADER + "Not run yet.\n"
     rows = []
     for fault, f in sorted(json.loads(path.read_text()).items()):
-        duration = f.get("fault_s", f.get("skew_s", ""))
+        duration = f.get("fault_s", f.get("skew_s", "-"))
         cells = (
             fault,
             f"{duration}",
