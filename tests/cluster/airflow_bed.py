@@ -107,7 +107,8 @@ class AirflowOnBed:
     def start_core(self) -> None:
         """The database and the services of the `airflow` host."""
         on = self.stack.on
-        on("airflow", [KAFKASPARK, "local", "postgres", "start", "--dir", str(self.pg_dir)])
+        postgres = [KAFKASPARK, "local", "postgres", "start", "--dir", str(self.pg_dir)]
+        on("airflow", [*postgres, "--database", "airflow"])
         migrate = [str(Path(sys.executable).parent / "airflow"), "db", "migrate"]
         on("airflow", migrate, env=self.env)
         for component in CORE:
