@@ -88,13 +88,18 @@ def restart_conf(policy: RestartPolicy | None) -> dict[str, str]:
 SUBMIT_TAG_PREFIX = "kafkaspark-submit-"
 
 
+def submit_tag(submit_id: str) -> str:
+    """The application tag that carries a submit's id, lowercased as YARN keeps tags."""
+    return (SUBMIT_TAG_PREFIX + submit_id).lower()
+
+
 def with_submit_tag(conf: dict[str, str], submit_id: str | None) -> dict[str, str]:
-    """`conf` with the submit's id added to the application's tags (`spark.yarn.tags`, next
-    to any the job sets), lowercased as YARN keeps them."""
+    """`conf` with the submit's tag added to the application's tags (`spark.yarn.tags`, next
+    to any the job sets)."""
     if not submit_id:
         return conf
     tags = [t for t in conf.get("spark.yarn.tags", "").split(",") if t.strip()]
-    return {**conf, "spark.yarn.tags": ",".join([*tags, (SUBMIT_TAG_PREFIX + submit_id).lower()])}
+    return {**conf, "spark.yarn.tags": ",".join([*tags, submit_tag(submit_id)])}
 
 
 def submitted_application(apps: list[dict[str, Any]], job_name: str) -> str | None:
@@ -251,7 +256,7 @@ class YarnBackend:
     def find_submitted(self, spec: JobSpec, submit_id: str) -> JobRef | None:
         """The live application a submit tagged with `submit_id` started (`SubmitLookup`)."""
         resource_manager = self.resource_manager()
-        tag = (SUBMIT_TAG_PREFIX + submit_id).lower()
+        tag = submit_tag(submit_id)
         apps = yarn_rest.tagged_applications(resource_manager, tag, self.transport)
         app_id = submitted_application(apps, spec.job_name)
         if app_id is None:

@@ -15,7 +15,11 @@ from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitLookup, 
 from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_to_dict
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
-from airflow_provider_kafkaspark.core.control.requests import SubmittedMarker, resolve_starting
+from airflow_provider_kafkaspark.core.control.requests import (
+    SubmittedMarker,
+    awaits_lookup,
+    resolve_starting,
+)
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.errors import JobSkippedError, NoLiveBootstrapError
 from airflow_provider_kafkaspark.lifecycle.errors import JobRunningError
@@ -219,10 +223,9 @@ def looked_up(
     (`record_submitting`), with the driver the manager keeps under the submit's id, when this
     backend can ask (`resolve_starting` decides). A driver found is written into the marker,
     so that a stop given only the checkpoint sees it too."""
-    if starting is None or starting.job_ref is not None or not starting.submit_id:
+    if starting is None or not awaits_lookup(starting) or not isinstance(backend, SubmitLookup):
         return starting
-    if not isinstance(backend, SubmitLookup):
-        return starting
+    assert starting.submit_id is not None
     found = backend.find_submitted(spec, starting.submit_id)
     resolved = resolve_starting(starting, job_ref_to_dict(found) if found else None, submitted_by)
     if resolved is not None and resolved.job_ref is not None:

@@ -73,6 +73,12 @@ def start_pending(
     return not (stopped is not None and stopped.stopped_at_ms >= marker.submitted_at_ms)
 
 
+def awaits_lookup(marker: SubmittedMarker | None) -> bool:
+    """Whether a marker names a submit but no driver yet: written before the cluster manager
+    was asked, so only the manager (by the submit's id) can say what it started."""
+    return marker is not None and marker.job_ref is None and bool(marker.submit_id)
+
+
 def resolve_starting(
     starting: SubmittedMarker | None, found: dict[str, Any] | None, submitted_by: str
 ) -> SubmittedMarker | None:
@@ -81,7 +87,7 @@ def resolve_starting(
     `found` (a job reference), else, when `submitted_by` wrote the marker, none (that submit
     died before the manager accepted anything, and this is its retry); a marker of another
     submitter stays as it is (its submit may still be on its way)."""
-    if starting is None or starting.job_ref is not None or not starting.submit_id:
+    if starting is None or not awaits_lookup(starting):
         return starting
     if found is not None:
         return replace(starting, job_ref=found)
