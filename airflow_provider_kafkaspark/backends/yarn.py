@@ -9,10 +9,13 @@ own (`spark.yarn.maxAppAttempts` within `spark.yarn.am.attemptFailuresValidityIn
 What travels with each submit: the job spec (`--files`, its secrets left out), the provider's
 code as a zip (`--py-files`), the job's `python_path` entries (folders zipped, archives copied,
 each under the name the spec then gives the driver; `--py-files` too), and the connector jars
-given in `jars`. The secrets (the spec's, the storage credentials) go as secret keys of the
-Hadoop credentials spark-submit hands the ResourceManager with the launch context, as
-delegation tokens do (`core/cluster/hadoop_credentials.py`): not in the staging folder, the
-conf archive, a command line or the container's launch script. The nodes need a Python with the
+given in `jars`: a local jar once per version when the staging folder
+(`spark.yarn.stagingDir`) is on a cluster filesystem (`backends/staged_jars.py`), else with
+each submit; a `local:` jar (installed on every node) never. The secrets (the spec's, the
+storage credentials) go as secret keys of the Hadoop credentials spark-submit hands the
+ResourceManager with the launch context, as delegation tokens do
+(`core/cluster/hadoop_credentials.py`): not in the staging folder, the conf archive, a command
+line or the container's launch script. The nodes need a Python with the
 driver's dependencies (pyspark, confluent-kafka, s3fs) named by `spark.pyspark.python`, usually
 in the cluster's spark-defaults.conf.
 
@@ -122,13 +125,21 @@ def credentials_file(folder: Path, env: dict[str, str]) -> Path:
     return write_private(folder / "credentials.hdts", encode_secret_keys(keys))
 
 
-def submit_environment(token_file: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+PYSPARK_ARCHIVES = "PYSPARK_ARCHIVES_PATH"
+
+
+def submit_environment(
+    token_file: Path, environ: dict[str, str] | None = None, pyspark_archives: str | None = None
+) -> dict[str, str]:
     """spark-submit's environment: Hadoop's login also reads the token files named by the
     `hadoop.token.files` property, next to any `HADOOP_TOKEN_FILE_LOCATION` of the caller's
-    (a kerberized client's delegation tokens), which stays as it is."""
+    (a kerberized client's delegation tokens), which stays as it is. `pyspark_archives`
+    (staged copies) name pyspark's Python archives where the caller's environment does not."""
     source = dict(os.environ if environ is None else environ)
     options = source.get("SPARK_SUBMIT_OPTS", "")
     source["SPARK_SUBMIT_OPTS"] = f"{options} -Dhadoop.token.files={token_file}".strip()
+    if pyspark_archives and not source.get(PYSPARK_ARCHIVES):
+        source[PYSPARK_ARCHIVES] = pyspark_archives
     return source
 
 
@@ -202,6 +213,8 @@ class YarnBackend:
             package_zip,
             ship_python_path,
         )
+        from airflow_provider_kafkaspark.backends.staged_jars import pyspark_archives, stage_jars
+        from airflow_provider_kafkaspark.core.cluster.jar_staging import staging_dir
         from airflow_provider_kafkaspark.core.spec.job_code import is_local
         from airflow_provider_kafkaspark.spark import runner
 
@@ -222,21 +235,30 @@ class YarnBackend:
                 **spec.spark_conf,
             }
             conf = with_submit_tag(conf, options.submit_id)
+            defaults = spark_defaults_text()
+            staging = staging_dir(conf, defaults)
+            staged = stage_jars(self.jars, staging)
+            # spark-submit ships pyspark's archives itself unless the environment names them.
+            python_libs = stage_jars(
+                None if os.environ.get(PYSPARK_ARCHIVES) else pyspark_archives(), staging
+            )
             # A properties file replaces the client's spark-defaults.conf: that goes in it.
-            properties = write_private(folder / "spark-submit.conf", spark_defaults_text())
+            properties = write_private(folder / "spark-submit.conf", defaults)
             token_file = credentials_file(folder, env)
             hook = SparkSubmitHook(
                 conn_id=str(self.spark_conn_id),
                 conf=conf,
                 files=str(spec_file),
                 py_files=",".join(archives),
-                jars=self.jars,
+                jars=staged.jars,
                 name=spec.job_name,
                 application_args=["--spec", spec_file.name],
                 deploy_mode="cluster",
                 properties_file=str(properties),
             )
-            hook.submit(str(Path(runner.__file__).resolve()), env=submit_environment(token_file))
+            archives_path = python_libs.jars if python_libs.staged else None
+            submit_env = submit_environment(token_file, pyspark_archives=archives_path)
+            hook.submit(str(Path(runner.__file__).resolve()), env=submit_env)
             # The hook reads the id from spark-submit's output and keeps it privately.
             app_id = getattr(hook, "_yarn_application_id", None)
         if not app_id:
@@ -250,7 +272,11 @@ class YarnBackend:
             application_id=str(app_id),
             resource_manager=resource_manager,
         )
-        details = {"application_id": ref.application_id, "resource_manager": resource_manager}
+        details = {
+            "application_id": ref.application_id,
+            "resource_manager": resource_manager,
+            "jars_uploaded_bytes": staged.uploaded_bytes + python_libs.uploaded_bytes,
+        }
         return Submitted(ref, details)
 
     def find_submitted(self, spec: JobSpec, submit_id: str) -> JobRef | None:

@@ -2,7 +2,12 @@
 tmpfs mounted in the submit host's own mount namespace, so the NodeManager's host (same disk,
 other namespace) sees no such path. The submit ships the folder (`--py-files`), the driver on
 the node imports the transformation from the shipped file, its executors a Python UDF of it,
-and the job commits batches."""
+and the job commits batches.
+
+The connector and S3A jars (about 570 MB, given as the submit host's paths) are uploaded to
+S3 by the first submit only, beside the staging folder: a second job's submit uploads none,
+each application's own staging folder holds kilobytes, and the second driver runs on the
+copies the first one's submit left."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kafkaspark.backends.staged_jars import pyspark_archives
 from airflow_provider_kafkaspark.examples.access_events import generate_events
 from airflow_provider_kafkaspark.examples.ip_count import job_spec_dict
 from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
@@ -18,6 +24,21 @@ from kafkaspark_devstack.netbed import NetBed
 from tests.cluster.bed_stack import BUCKET, KAFKASPARK, BedStack, wait
 
 HOSTS = ["s3", "kafka", "rm", "node1", "submit"]
+MB = 1_000_000
+
+# Bytes under the staging folder: the jars staged once, and each application's own files
+# (Spark's <staging>/<user>/.sparkStaging/<application>).
+_STAGED = """
+import json, sys
+import s3fs
+fs = s3fs.S3FileSystem()
+root = sys.argv[1]
+def files(path):
+    found = fs.du(path, total=False) if fs.exists(path) else {}
+    return {name.rsplit("/", 1)[-1]: size for name, size in found.items()}
+apps = {a.rsplit("/", 1)[-1]: files(a) for a in fs.glob(root + "/*/.sparkStaging/*")}
+print(json.dumps({"jars": sum(files(root + "/kafkaspark-jars").values()), "apps": apps}))
+"""
 
 # The UDF is pickled by reference to this module: executors must import it as well.
 JOB_CODE = """
@@ -83,23 +104,44 @@ def test_a_python_path_folder_only_the_submit_host_has(tmp_path: Path) -> None:
         }
         submitted = json.loads(on("submit", submit, env=env))
         ref_text = json.dumps(submitted["job_ref"])
+        # The jars, and pyspark's Python archives, which spark-submit ships as well.
+        staged_files = f"{spark_jars_option(s3a=True)},{pyspark_archives()}".split(",")
+        jar_bytes = sum(Path(p).stat().st_size for p in staged_files)
+        assert submitted["jars_uploaded_bytes"] == jar_bytes > 500 * MB
 
-        def status() -> dict[str, Any]:
-            shown = on("submit", [KAFKASPARK, "job", "status", ref_text, "--json"], env=aws)
+        def status(ref: str = ref_text) -> dict[str, Any]:
+            shown = on("submit", [KAFKASPARK, "job", "status", ref, "--json"], env=aws)
             found = dict(json.loads(shown))
             # An application that ended cannot commit any more: stop waiting.
             assert found["state"] not in ("FAILED", "KILLED", "FINISHED"), found
             return found
 
-        def committed() -> int:
-            inspect = [KAFKASPARK, "checkpoint", "inspect", checkpoint, "--json"]
+        def committed_at(where: str) -> int:
+            inspect = [KAFKASPARK, "checkpoint", "inspect", where, "--json"]
             found = json.loads(on("submit", inspect, env=aws))
             assert found["stopped"] is None, found["stopped"]
             latest = found.get("latest_committed_batch")
             return -1 if latest is None else int(latest)
+
+        def committed() -> int:
+            return committed_at(checkpoint)
 
         # The checkpoint first: a bad job's stopped report says why, before YARN's attempts
         # run out (the code before shipping: 4 attempts, then FINISHED, in 93 s).
         wait("two committed batches", lambda: committed() >= 1 and status()["lease"], 300, 5)
         # The driver that committed them ran on the node without the folder.
         assert "node1" in str(status()["lease"])
+
+        # A second job with the same jars: nothing uploaded, its driver runs on the copies.
+        second_checkpoint = f"s3://{BUCKET}/code2/checkpoint"
+        spec.update(job_name="bed_shipped_code_2", checkpoint_location=second_checkpoint)
+        spec_file.write_text(json.dumps(spec))
+        second = json.loads(on("submit", submit, env=env))
+        assert second["jars_uploaded_bytes"] == 0, second
+        staged = json.loads(stack.python("submit", _STAGED, f"s3://{BUCKET}/staging", env=aws))
+        assert staged["jars"] == jar_bytes, staged
+        for app in (submitted, second):
+            assert sum(staged["apps"][app["job_ref"]["application_id"]].values()) < MB, staged
+        second_ref = json.dumps(second["job_ref"])
+        wait("the second job's first batch", lambda: committed_at(second_checkpoint) >= 0, 300, 5)
+        assert "node1" in str(status(second_ref)["lease"])

@@ -20,6 +20,7 @@ from airflow_provider_kafkaspark.backends.yarn import (
     YarnBackend,
     kerberos_login_of,
     restart_conf,
+    submit_environment,
     submitted_application,
     with_submit_tag,
 )
@@ -275,3 +276,16 @@ def test_the_submitted_application_is_the_live_one_of_this_job() -> None:
     assert submitted_application(apps, "ip_count") == "application_1_0003"
     assert submitted_application(apps[:2], "ip_count") is None
     assert submitted_application([], "ip_count") is None
+
+
+def test_staged_pyspark_archives_are_named_unless_the_caller_named_them(tmp_path: Path) -> None:
+    token = tmp_path / "t.hdts"
+    staged = "s3a://b/s/kafkaspark-jars/a/pyspark.zip"
+    env = submit_environment(token, {"PATH": "/bin"}, pyspark_archives=staged)
+    assert env["PYSPARK_ARCHIVES_PATH"] == staged
+    mine = {"PYSPARK_ARCHIVES_PATH": "local:/opt/spark/python/lib/pyspark.zip"}
+    assert submit_environment(token, mine, pyspark_archives=staged) == {
+        **mine,
+        "SPARK_SUBMIT_OPTS": f"-Dhadoop.token.files={token}",
+    }
+    assert "PYSPARK_ARCHIVES_PATH" not in submit_environment(token, {})
