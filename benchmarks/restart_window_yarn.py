@@ -56,6 +56,7 @@ from airflow_provider_kafkaspark.spark.local_session import spark_jars_option  #
 from reliability import stack  # noqa: E402
 
 BUCKET = "kafkaspark-bench"
+STAGING = f"s3a://{BUCKET}/staging"
 CONN_ID = "spark_bench_yarn"
 SINK = "kafka_exactly_once"
 GOAL_LOCAL_S = 5.8  # the warm handover's median downtime on one host (restart_window.json)
@@ -92,6 +93,17 @@ def _progress(checkpoint: str) -> list[Any]:
     except Exception:  # noqa: BLE001 - not written yet, or being replaced
         return []
     return list(found.batches) if found is not None else []
+
+
+def _application_staged_bytes(app_id: str) -> int:
+    """The bytes of an application's own staging folder (Spark's
+    <staging>/<user>/.sparkStaging/<application>, there while the application runs)."""
+    import fsspec
+
+    fs = fsspec.filesystem("s3")
+    return sum(
+        fs.du(p) for p in fs.glob(f"{STAGING.removeprefix('s3a://')}/*/.sparkStaging/{app_id}")
+    )
 
 
 def _wait(what: str, probe: Any, timeout_s: float, poll_s: float = 0.2) -> Any:
@@ -158,6 +170,7 @@ class YarnJob:
             {
                 "application_id": ref.application_id,
                 "jars_uploaded_bytes": handle.get("jars_uploaded_bytes"),
+                "application_staged_bytes": _application_staged_bytes(ref.application_id),
                 "submit_s": None if submit_s is None else round(submit_s, 3),
             }
         )
@@ -421,9 +434,7 @@ def run(
         # This process's S3 reads, and the NodeManager's (its localizer reads the staging).
         os.environ.update(aws)
         try:
-            yarn = up.enter_context(
-                LocalYarnCluster(base / "yarn", staging_dir=f"s3a://{BUCKET}/staging")
-            )
+            yarn = up.enter_context(LocalYarnCluster(base / "yarn", staging_dir=STAGING))
             for key, setting in yarn.client_environment().items():
                 saved.setdefault(key, os.environ.get(key))
                 os.environ[key] = setting
@@ -471,6 +482,7 @@ def run(
     ratio = handover_median / resubmit_median
     submits = [s for r in handovers + resubmits for s in r["submits"]]
     later = [s["jars_uploaded_bytes"] for s in submits[1:]]
+    staged = [s["application_staged_bytes"] for s in submits]
     return {
         "rounds": rounds,
         "order": order,
@@ -489,5 +501,6 @@ def run(
         "missing_total": sum(r["missing"] for r in handovers + resubmits),
         "jars_uploaded_bytes_first_submit": submits[0]["jars_uploaded_bytes"],
         "jars_uploaded_bytes_later_submits_max": max(later) if later else None,
+        "application_staged_bytes_max": max(staged),
         "submits": len(submits),
     }
