@@ -45,6 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -478,23 +479,23 @@ def _plain_path(setup: Setup, name: str) -> PathRun:
 # -- figures ------------------------------------------------------------------------------
 
 
-def _median(values: list[float]) -> float:
+def median_s(values: list[float]) -> float:
     return round(statistics.median(values), 3)
 
 
-def _median_phases(runs: list[PathRun]) -> dict[str, float | None]:
+def median_phases(runs: list[PathRun]) -> dict[str, float | None]:
     medians: dict[str, float | None] = {}
     for phase in runs[0].phases_s:
         values = [v for r in runs if (v := r.phases_s.get(phase)) is not None]
-        medians[phase] = _median(values) if values else None
+        medians[phase] = median_s(values) if values else None
     return medians
 
 
-def _summary(runs: list[PathRun]) -> dict[str, Any]:
+def summarize(runs: list[PathRun]) -> dict[str, Any]:
     return {
         "downtime_s": [round(r.downtime_s, 3) for r in runs],
-        "median_downtime_s": _median([r.downtime_s for r in runs]),
-        "median_phases_s": _median_phases(runs),
+        "median_downtime_s": median_s([r.downtime_s for r in runs]),
+        "median_phases_s": median_phases(runs),
         "duplicates": [r.count.duplicates for r in runs],
         "missing": [r.count.missing for r in runs],
         "runs": [r.to_dict() for r in runs],
@@ -524,9 +525,6 @@ def run(
         raise ValueError(f"rounds must be 1 or more, got {rounds}")
     if handover not in ("warm", "cold"):
         raise ValueError(f"handover must be 'warm' or 'cold', got {handover!r}")
-    savepoint: list[PathRun] = []
-    plain: list[PathRun] = []
-    order: list[list[str]] = []
     with tempfile.TemporaryDirectory(prefix="kafkaspark-bench-restart-") as tmp:
         base = Path(tmp)
         with LocalKafkaCluster(base / "kafka") as cluster:
@@ -543,22 +541,18 @@ def run(
                 trigger=trigger,
                 handover=handover,
             )
-            for i in range(rounds):
-                # Alternating which path goes first spreads drift in the machine's load.
-                paths = ["savepoint", "plain"] if i % 2 == 0 else ["plain", "savepoint"]
-                order.append(paths)
-                for path in paths:
-                    stack.log("restart_window", f"round {i}: {path} path")
-                    if path == "savepoint":
-                        savepoint.append(_savepoint_path(setup, f"rw-savepoint-{i}"))
-                        result = savepoint[-1]
-                    else:
-                        plain.append(_plain_path(setup, f"rw-plain-{i}"))
-                        result = plain[-1]
-                    stack.log("restart_window", f"round {i}: {path}: {result.to_dict()}")
+            runs, order = alternate(
+                "restart_window",
+                rounds,
+                {
+                    "savepoint": lambda i: _savepoint_path(setup, f"rw-savepoint-{i}"),
+                    "plain": lambda i: _plain_path(setup, f"rw-plain-{i}"),
+                },
+            )
+            savepoint, plain = runs["savepoint"], runs["plain"]
 
-    savepoint_median = _median([r.downtime_s for r in savepoint])
-    ratio = savepoint_median / _median([r.downtime_s for r in plain])
+    savepoint_median = median_s([r.downtime_s for r in savepoint])
+    ratio = savepoint_median / median_s([r.downtime_s for r in plain])
     bound_s = _interval_s(trigger) + GOAL_ABOVE_TRIGGER_S
     return {
         "rounds": rounds,
@@ -566,8 +560,8 @@ def run(
         "rate_per_s": rate,
         "partitions": partitions,
         "trigger_interval": trigger,
-        "savepoint": {"sink": SINK, "handover": handover, **_summary(savepoint)},
-        "plain": {"sink": SINK, **_summary(plain)},
+        "savepoint": {"sink": SINK, "handover": handover, **summarize(savepoint)},
+        "plain": {"sink": SINK, **summarize(plain)},
         "ratio_savepoint_to_plain": round(ratio, 3),
         "goal_ratio": GOAL_RATIO,
         "goal_ratio_met": ratio <= GOAL_RATIO,
@@ -577,6 +571,24 @@ def run(
         "plain_duplicates_total": sum(r.count.duplicates for r in plain),
         "missing_total": sum(r.count.missing for r in savepoint + plain),
     }
+
+
+def alternate(
+    benchmark: str, rounds: int, paths: dict[str, Callable[[int], PathRun]]
+) -> tuple[dict[str, list[PathRun]], list[list[str]]]:
+    """Run every path once a round, in the given order in even rounds and reversed in odd
+    ones (which path goes first spreads drift in the machine's load); returns each path's
+    runs and the order of each round."""
+    runs: dict[str, list[PathRun]] = {name: [] for name in paths}
+    order: list[list[str]] = []
+    for i in range(rounds):
+        names = list(paths) if i % 2 == 0 else list(reversed(paths))
+        order.append(names)
+        for name in names:
+            stack.log(benchmark, f"round {i}: {name} path")
+            runs[name].append(paths[name](i))
+            stack.log(benchmark, f"round {i}: {name}: {runs[name][-1].to_dict()}")
+    return runs, order
 
 
 def _interval_s(trigger: str) -> float:

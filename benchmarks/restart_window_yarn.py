@@ -33,7 +33,6 @@ import dataclasses
 import datetime as dt
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -44,6 +43,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from restart_window import PathRun, alternate, median_s, summarize  # noqa: E402
 
 from airflow_provider_kafkaspark.backends.base import SubmitOptions  # noqa: E402
 from airflow_provider_kafkaspark.backends.yarn import YarnBackend  # noqa: E402
@@ -229,20 +230,7 @@ class YarnJob:
                 stack.log("restart_window_yarn", f"{ref.application_id}: not killed: {exc}")
 
 
-def _result(
-    downtime: float, phases: dict[str, float | None], count: stack.OnceCount, extra: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "downtime_s": round(downtime, 3),
-        "phases_s": {k: None if v is None else round(v, 3) for k, v in phases.items()},
-        "duplicates": count.duplicates,
-        "missing": count.missing,
-        "records_checked": count.checked,
-        **extra,
-    }
-
-
-def _handover_path(setup: Setup, name: str) -> dict[str, Any]:
+def _handover_path(setup: Setup, name: str) -> PathRun:
     from airflow_provider_kafkaspark.core.control.reports import StoppedReport
     from airflow_provider_kafkaspark.lifecycle.handover import (
         hand_over,
@@ -321,7 +309,7 @@ def _handover_path(setup: Setup, name: str) -> dict[str, Any]:
             "start_to_first_batch": t1 - released,
         }
         count = job.finish(new, first.batch_id)
-        return _result(
+        return PathRun(
             t1 - t0,
             phases,
             count,
@@ -339,7 +327,7 @@ def _handover_path(setup: Setup, name: str) -> dict[str, Any]:
         job.close()
 
 
-def _resubmit_path(setup: Setup, name: str) -> dict[str, Any]:
+def _resubmit_path(setup: Setup, name: str) -> PathRun:
     from airflow_provider_kafkaspark.lifecycle.observe import latest_committed
 
     job = YarnJob(setup, name)
@@ -369,7 +357,7 @@ def _resubmit_path(setup: Setup, name: str) -> dict[str, Any]:
             "start_to_first_batch": t1 - submitted,
         }
         count = job.finish(new, first.batch_id)
-        return _result(
+        return PathRun(
             t1 - t0,
             phases,
             count,
@@ -381,25 +369,6 @@ def _resubmit_path(setup: Setup, name: str) -> dict[str, Any]:
         )
     finally:
         job.close()
-
-
-def _median(values: list[float]) -> float:
-    return round(statistics.median(values), 3)
-
-
-def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    phases: dict[str, float | None] = {}
-    for phase in runs[0]["phases_s"]:
-        values = [v for r in runs if (v := r["phases_s"].get(phase)) is not None]
-        phases[phase] = _median(values) if values else None
-    return {
-        "downtime_s": [r["downtime_s"] for r in runs],
-        "median_downtime_s": _median([r["downtime_s"] for r in runs]),
-        "median_phases_s": phases,
-        "duplicates": [r["duplicates"] for r in runs],
-        "missing": [r["missing"] for r in runs],
-        "runs": runs,
-    }
 
 
 def run(
@@ -421,9 +390,6 @@ def run(
 
     if handover not in ("warm", "cold"):
         raise ValueError(f"handover must be 'warm' or 'cold', got {handover!r}")
-    handovers: list[dict[str, Any]] = []
-    resubmits: list[dict[str, Any]] = []
-    order: list[list[str]] = []
     with tempfile.TemporaryDirectory(prefix="kafkaspark-bench-yarn-rw-") as tmp, ExitStack() as up:
         base = Path(tmp)
         kafka = up.enter_context(LocalKafkaCluster(base / "kafka"))
@@ -458,18 +424,15 @@ def run(
                 aws=aws,
                 workdir=base / "jobs",
             )
-            for i in range(rounds):
-                paths = ["handover", "resubmit"] if i % 2 == 0 else ["resubmit", "handover"]
-                order.append(paths)
-                for path in paths:
-                    stack.log("restart_window_yarn", f"round {i}: {path} path")
-                    if path == "handover":
-                        handovers.append(_handover_path(setup, f"yrw-handover-{i}"))
-                        result = handovers[-1]
-                    else:
-                        resubmits.append(_resubmit_path(setup, f"yrw-resubmit-{i}"))
-                        result = resubmits[-1]
-                    stack.log("restart_window_yarn", f"round {i}: {path}: {result}")
+            runs, order = alternate(
+                "restart_window_yarn",
+                rounds,
+                {
+                    "handover": lambda i: _handover_path(setup, f"yrw-handover-{i}"),
+                    "resubmit": lambda i: _resubmit_path(setup, f"yrw-resubmit-{i}"),
+                },
+            )
+            handovers, resubmits = runs["handover"], runs["resubmit"]
         finally:
             for key, value in saved.items():
                 if value is None:
@@ -477,10 +440,10 @@ def run(
                 else:
                     os.environ[key] = value
 
-    handover_median = _median([r["downtime_s"] for r in handovers])
-    resubmit_median = _median([r["downtime_s"] for r in resubmits])
+    handover_median = median_s([r.downtime_s for r in handovers])
+    resubmit_median = median_s([r.downtime_s for r in resubmits])
     ratio = handover_median / resubmit_median
-    submits = [s for r in handovers + resubmits for s in r["submits"]]
+    submits = [s for r in handovers + resubmits for s in r.extra["submits"]]
     later = [s["jars_uploaded_bytes"] for s in submits[1:]]
     staged = [s["application_staged_bytes"] for s in submits]
     return {
@@ -490,15 +453,15 @@ def run(
         "partitions": partitions,
         "trigger_interval": trigger,
         "lease_ttl_s": lease_ttl_s,
-        "handover": {"sink": SINK, "handover": handover, **_summary(handovers)},
-        "resubmit": {"sink": SINK, **_summary(resubmits)},
+        "handover": {"sink": SINK, "handover": handover, **summarize(handovers)},
+        "resubmit": {"sink": SINK, **summarize(resubmits)},
         "ratio_handover_to_resubmit": round(ratio, 3),
         "goal_handover_max_s": GOAL_LOCAL_S * GOAL_LOCAL_FACTOR,
         "goal_handover_met": handover_median <= GOAL_LOCAL_S * GOAL_LOCAL_FACTOR,
         "goal_ratio": GOAL_RESUBMIT_RATIO,
         "goal_ratio_met": ratio <= GOAL_RESUBMIT_RATIO,
-        "duplicates_total": sum(r["duplicates"] for r in handovers + resubmits),
-        "missing_total": sum(r["missing"] for r in handovers + resubmits),
+        "duplicates_total": sum(r.count.duplicates for r in handovers + resubmits),
+        "missing_total": sum(r.count.missing for r in handovers + resubmits),
         "jars_uploaded_bytes_first_submit": submits[0]["jars_uploaded_bytes"],
         "jars_uploaded_bytes_later_submits_max": max(later) if later else None,
         "application_staged_bytes_max": max(staged),
