@@ -19,7 +19,11 @@ from airflow_provider_kafkaspark.core.cluster.jar_staging import (
     shared_staging,
 )
 from airflow_provider_kafkaspark.core.storage.location import Location, open_location
-from airflow_provider_kafkaspark.errors import InvalidInputError, StorageError
+from airflow_provider_kafkaspark.errors import (
+    InvalidInputError,
+    StorageError,
+    StorageUnavailableError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,17 +38,24 @@ def stage_jars(jars: str | None, staging: str | None) -> JarStaging:
     """The jar list spark-submit gets: each local jar replaced by its copy beside `staging`,
     uploaded now unless an earlier submit did. Without a staging folder on a cluster
     filesystem, or without an fsspec filesystem for it here, `jars` as given (spark-submit then
-    copies each jar for this application alone, as it always did)."""
+    copies each jar for this application alone, as it always did); so too when the store
+    refuses this host or does not answer. A jar that is not there is bad input, named."""
     if staging is None or not shared_staging(staging):
         return JarStaging(jars)
     local = [e for e in jar_entries(jars) if is_local_file(e)]
     if not local:
         return JarStaging(jars)
     try:
-        open_location(staging)
-    except StorageError as exc:
+        return _stage(jars, staging)
+    except (StorageError, StorageUnavailableError) as exc:
+        # spark-submit reaches the staging folder with Hadoop's own settings, which may hold
+        # credentials this host's Python lacks: it still copies the jars as it always did.
         log.warning("jars not staged once per version (%s): spark-submit copies them", exc)
         return JarStaging(jars)
+
+
+def _stage(jars: str | None, staging: str) -> JarStaging:
+    open_location(staging)
     given: list[str] = []
     uploaded: list[StagedJar] = []
     reused: list[StagedJar] = []

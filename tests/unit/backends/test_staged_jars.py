@@ -88,3 +88,18 @@ def test_pysparks_archives_are_found_where_spark_submit_finds_them() -> None:
     first, *rest = archives.split(",")
     assert first.endswith("/python/lib/pyspark.zip") and Path(first).is_file()
     assert [Path(p).name.startswith("py4j-") for p in rest] == [True]
+
+
+def test_a_store_that_refuses_this_host_leaves_the_jars_to_spark_submit(
+    tmp_path: Path, staging: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_provider_kafkaspark.backends import staged_jars
+    from airflow_provider_kafkaspark.errors import StorageAccessError
+
+    def refused(url: str) -> None:
+        raise StorageAccessError(f"{url}: the store refused access")
+
+    monkeypatch.setattr(staged_jars, "open_location", refused)
+    jar = str(_jar(tmp_path, "job.jar", b"j"))
+    staged = stage_jars(jar, staging)
+    assert staged.jars == jar and not staged.staged
