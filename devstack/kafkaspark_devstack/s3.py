@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -58,7 +59,9 @@ _PORT_FLAGS = (
     "s3.port.grpc",
     "admin.port",
     "admin.port.grpc",
+    "metricsPort",
 )
+METRICS_FLAG = "metricsPort"
 
 
 def find_weed() -> Path:
@@ -84,6 +87,23 @@ def aws_connection_uri(connection: dict[str, Any]) -> str:
     password = urllib.parse.quote(str(connection["password"]), safe="")
     query = urllib.parse.urlencode(connection.get("extra") or {})
     return f"{connection['conn_type']}://{login}:{password}@/?{query}"
+
+
+_REQUEST_COUNT = re.compile(r"^SeaweedFS_s3_request_seconds_count\{([^}]*)\}\s+([0-9.eE+]+)$")
+_TYPE_LABEL = re.compile(r'type="([^"]*)"')
+
+
+def parse_request_counts(metrics: str) -> dict[str, float]:
+    """Requests by type (summed over buckets) from the gateway's Prometheus text."""
+    counts: dict[str, float] = {}
+    for line in metrics.splitlines():
+        match = _REQUEST_COUNT.match(line.strip())
+        if match is None:
+            continue
+        kind = _TYPE_LABEL.search(match.group(1))
+        key = kind.group(1) if kind else "?"
+        counts[key] = counts.get(key, 0.0) + float(match.group(2))
+    return counts
 
 
 @dataclass
@@ -136,6 +156,21 @@ class LocalS3Server:
     @property
     def secret_key(self) -> str:
         return self._state.secret_key
+
+    @property
+    def metrics_url(self) -> str | None:
+        """The S3 gateway's Prometheus metrics (None for a server started before they were)."""
+        port = self._state.ports.get(METRICS_FLAG)
+        return f"http://{self._state.host}:{port}/metrics" if port else None
+
+    def request_counts(self) -> dict[str, float]:
+        """The S3 requests the gateway has served so far, by request type (`GET`, `PUT`,
+        `LIST`, ...): requests counted at the server, whoever sent them."""
+        if self.metrics_url is None:
+            raise LocalStackError(f"the S3 server in {self.base_dir} has no metrics port")
+        with urllib.request.urlopen(self.metrics_url, timeout=10) as answer:
+            text = answer.read().decode()
+        return parse_request_counts(text)
 
     def storage_options(self) -> dict[str, Any]:
         """fsspec/s3fs options for this server."""
