@@ -46,6 +46,13 @@ def get_provider_info() -> dict[str, Any]:
         "hooks": modules("hooks.kafkaspark"),
         "sensors": modules("sensors.health", "sensors.bootstrap"),
         "triggers": modules("triggers.health", "triggers.stop"),
+        # The "Streaming jobs" view: its pages in the api-server, its entry in the UI's menu.
+        "plugins": [
+            {
+                "name": "kafkaspark_streaming_jobs",
+                "plugin-class": f"{_PACKAGE}.plugins.jobs_view.plugin.StreamingJobsViewPlugin",
+            }
+        ],
         "asset-uris": [
             {
                 "schemes": ["kafkaspark"],

@@ -133,7 +133,8 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
 
         hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
         with airflow_errors(self.task_id, self.kafka_conn_id), hook.storage():
-            return self._deploy(hook, context)
+            result = self._deploy(hook, context)
+        return {**result, **self.observed_with()}
 
     def _deploy(self, hook: KafkaSparkHook, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.lifecycle.deploy import DeployRequest, deploy_job
@@ -162,4 +163,4 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
             result["status"],
             result["timings"],
         )
-        return result
+        return {**result, "checkpoint": given.checkpoint_location}

@@ -111,6 +111,7 @@ class SavepointStreamingJobOperator(BaseOperator):
         )
         return {
             "job_name": self.job_name,
+            "savepoint_root": self.savepoint_root,
             "savepoint_id": manifest.savepoint_id,
             "savepoint": manifest.summary(),
             "retention": retention,

@@ -255,6 +255,8 @@ class StopStreamingJobOperator(BaseOperator):
 
         result: dict[str, Any] = {
             "job_name": self.job_name,
+            "checkpoint": self.checkpoint,
+            "savepoint_root": self.savepoint_root if self.take_savepoint else None,
             "stopped": None
             if stopped is None
             else {

@@ -137,7 +137,16 @@ class SubmitStreamingJobOperator(BaseOperator):
 
         hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
         with airflow_errors(self.task_id, self.kafka_conn_id), hook.storage():
-            return self._submit(hook, str(context.get("run_id") or ""))
+            handle = self._submit(hook, str(context.get("run_id") or ""))
+        return {**handle, **self.observed_with()}
+
+    def observed_with(self) -> dict[str, Any]:
+        """What the jobs view (plugins/jobs_view) reads the job with: connection ids, never
+        what they hold, and where its savepoints go."""
+        return {
+            "connections": {"kafka_conn_id": self.kafka_conn_id, "aws_conn_id": self.aws_conn_id},
+            "savepoint_root": self.savepoint_root or None,
+        }
 
     def _dag_folder(self) -> str | None:
         import os

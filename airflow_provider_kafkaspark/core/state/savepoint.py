@@ -591,6 +591,16 @@ class SavepointStore:
             problems.append(f"{data.describe()}: files not in the manifest: {extra[:5]}")
         return VerifyResult(sid, not problems, tuple(problems), len(manifest.files))
 
+    def sealed(self, savepoint_id: str) -> bool:
+        """Whether the manifest still matches the digest written when the savepoint was
+        completed: two small reads, where `verify` reads every file."""
+        sid = validate_savepoint_id(savepoint_id)
+        try:
+            text = self.location.read_text(sid, MANIFEST_FILE)
+            return self.location.read_text(sid, COMPLETE_FILE).strip() == _manifest_digest(text)
+        except StorageError as exc:
+            raise SavepointError(str(exc)) from exc
+
     def require_verified(self, savepoint_id: str) -> SavepointManifest:
         result = self.verify(savepoint_id)
         if not result.ok:

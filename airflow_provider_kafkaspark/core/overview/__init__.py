@@ -1,0 +1,1 @@
+"""What the "Streaming jobs" view shows of each job, decided from observed facts (pure)."""

@@ -1,0 +1,1 @@
+"""Airflow plugins of the provider: the "Streaming jobs" view in Airflow's UI."""
