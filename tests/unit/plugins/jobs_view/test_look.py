@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow_provider_kafkaspark.plugins.jobs_view.look import STORAGE_TIMEOUT_S, fail_fast
 
 
 def test_fail_fast_keeps_the_connections_settings_and_bounds_each_request() -> None:
-    given = {"key": "k", "config_kwargs": {"signature_version": "s3v4", "read_timeout": 60}}
+    given: dict[str, Any] = {
+        "key": "k",
+        "config_kwargs": {"signature_version": "s3v4", "read_timeout": 60},
+    }
     merged = fail_fast(given)
     assert merged["key"] == "k"
     assert merged["config_kwargs"] == {
