@@ -115,6 +115,7 @@ def test_submit_health_stop_and_reconcile_through_an_aws_connection(
         savepoint_root=savepoints,
         aws_conn_id=store,
         deferrable=True,
+        wait_in_task_s=0,  # the trigger's path
         poll_interval_s=0.5,
     )
     context: dict[str, Any] = {"outlet_events": defaultdict(SimpleNamespace)}

@@ -242,6 +242,7 @@ def test_deferrable_stop_operator_on_a_real_driver(
         savepoint_root=str(tmp_path / "sp"),
         handle={"job_ref": job_ref_to_dict(driver)},
         deferrable=True,
+        wait_in_task_s=0,  # the trigger's path
         poll_interval_s=0.5,
     )
     context: dict[str, Any] = {"outlet_events": defaultdict(SimpleNamespace)}

@@ -98,6 +98,7 @@ def test_a_retried_stop_returns_the_first_tries_savepoint(
             savepoint_root=savepoints,
             aws_conn_id="s3_retry",
             deferrable=True,
+            wait_in_task_s=0,  # the trigger's path
             poll_interval_s=0.5,
         )
 

@@ -37,6 +37,7 @@ def test_deferrable_stop_writes_the_request_then_defers(tmp_path: Path) -> None:
         savepoint_root=str(tmp_path / "sp"),
         deferrable=True,
         drain_timeout_s=10,
+        wait_in_task_s=0,
     )
     with pytest.raises(TaskDeferred) as deferred:
         op.execute({})
@@ -46,6 +47,81 @@ def test_deferrable_stop_writes_the_request_then_defers(tmp_path: Path) -> None:
     request = ControlFolder(checkpoint).read_stop_request()
     assert request is not None and request.requested_at_ms == trigger.requested_at_ms
     assert trigger.timeout_s == 10 + 30
+
+
+def test_a_driver_that_answers_within_the_in_task_wait_is_stopped_without_deferring(
+    tmp_path: Path,
+) -> None:
+    """The in-task wait: no trigger, so none that fires before the deferral is reported."""
+    import threading
+    import time
+
+    from airflow_provider_kafkaspark.core.control.reports import StoppedReport
+
+    checkpoint = str(tmp_path)
+    control = ControlFolder(checkpoint)
+    lease = Lease.new("job", ttl_ms=60_000)
+    control.acquire_lease(lease)
+
+    def driver() -> None:  # answers the request at its next batch boundary
+        for _ in range(100):
+            request = control.read_stop_request()
+            if request is not None:
+                report = StoppedReport(
+                    stopped_at_ms=request.requested_at_ms + 500,
+                    reason="stop request",
+                    clean=True,
+                    last_planned_batch=3,
+                    last_committed_batch=3,
+                    owner_id=lease.owner_id,
+                    requested_by=request.requested_by,
+                    requested_at_ms=request.requested_at_ms,
+                )
+                time.sleep(0.5)
+                control.finish(lease, report)
+                return
+            time.sleep(0.05)
+
+    answering = threading.Thread(target=driver)
+    answering.start()
+    op = StopStreamingJobOperator(
+        task_id="stop",
+        checkpoint=checkpoint,
+        job_name="job",
+        savepoint_root=str(tmp_path / "sp"),
+        take_savepoint=False,
+        deferrable=True,
+        poll_interval_s=0.1,
+        wait_in_task_s=5,
+    )
+    result = op.execute({})  # no TaskDeferred
+    answering.join(10)
+    assert result["stopped"]["clean"] is True
+    assert result["stopped"]["last_committed_batch"] == 3
+
+
+def test_a_driver_still_draining_after_the_in_task_wait_is_left_to_the_trigger(
+    tmp_path: Path,
+) -> None:
+    from airflow.sdk.exceptions import TaskDeferred
+
+    checkpoint = str(tmp_path)
+    ControlFolder(checkpoint).acquire_lease(Lease.new("job", ttl_ms=60_000))
+    op = StopStreamingJobOperator(
+        task_id="stop",
+        checkpoint=checkpoint,
+        job_name="job",
+        savepoint_root=str(tmp_path / "sp"),
+        deferrable=True,
+        drain_timeout_s=10,
+        poll_interval_s=0.1,
+        wait_in_task_s=0.5,
+    )
+    with pytest.raises(TaskDeferred) as deferred:
+        op.execute({})
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, StreamingStopTrigger)
+    assert 38 <= trigger.timeout_s < 10 + 30  # what the task waited is not waited again
 
 
 def test_a_literal_job_name_declares_its_asset() -> None:
