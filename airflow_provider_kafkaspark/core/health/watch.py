@@ -182,6 +182,9 @@ class HealthWatch:
         # The driver this watch saw holding a fresh lease, and when it took the lease.
         self._owner: Lease | None = None
         self.last: WatchDecision | None = None
+        # The stopped report that ended the watched run, once one counts: whether it stopped
+        # cleanly is for the caller to judge (a watcher ends quietly on a clean stop).
+        self.stopped_by: StoppedReport | None = None
 
     @property
     def observations(self) -> tuple[Observation, ...]:
@@ -338,6 +341,7 @@ class HealthWatch:
         submitted: SubmittedMarker | None,
     ) -> str | None:
         if stopped is not None and self._stopped_counts(stopped, lease, fresh, submitted):
+            self.stopped_by = stopped
             return stopped.describe()
         if not self.lease_required or fresh:
             return None
