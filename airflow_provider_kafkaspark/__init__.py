@@ -44,8 +44,9 @@ def get_provider_info() -> dict[str, Any]:
             "operators.backfill",
         ),
         "hooks": modules("hooks.kafkaspark"),
-        "sensors": modules("sensors.health", "sensors.bootstrap"),
-        "triggers": modules("triggers.health", "triggers.stop"),
+        "sensors": modules("sensors.health", "sensors.bootstrap", "sensors.watch"),
+        "triggers": modules("triggers.health", "triggers.stop", "triggers.watch"),
+        "notifications": [f"{_PACKAGE}.notifiers.LogNotifier"],
         # The "Streaming jobs" view: its pages in the api-server, its entry in the UI's menu.
         "plugins": [
             {

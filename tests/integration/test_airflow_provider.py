@@ -49,6 +49,11 @@ def test_airflow_providers_get_shows_modules_and_the_asset_scheme(tmp_path: Path
     modules = {m for kind in ("operators", "sensors", "triggers") for m in _modules(info[kind])}
     assert "airflow_provider_kafkaspark.triggers.health" in modules
     assert "airflow_provider_kafkaspark.operators.stop" in modules
+    assert {
+        "airflow_provider_kafkaspark.sensors.watch",
+        "airflow_provider_kafkaspark.triggers.watch",
+    } <= modules
+    assert info["notifications"] == ["airflow_provider_kafkaspark.notifiers.LogNotifier"]
     # Airflow checks a kafkaspark:// URI with the registered handler when an Asset is made.
     check = subprocess.run(
         [

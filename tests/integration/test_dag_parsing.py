@@ -41,5 +41,6 @@ def test_example_dags_parse_without_heavy_imports(tmp_path: Path) -> None:
         "kafkaspark_reconcile",
         "kafkaspark_restart_window",
         "kafkaspark_stop",
+        "kafkaspark_watch",
     ]
     assert result["heavy"] == []
