@@ -458,7 +458,7 @@ def describe_alert(alert: SloAlert) -> str:
         )
     if alert.commit_age_s is not None:
         limit = "" if alert.max_commit_age_s is None else f" (SLO <= {alert.max_commit_age_s:g} s)"
-        figures.append(f"no commit for {alert.commit_age_s:.0f} s while records wait{limit}")
+        figures.append(f"commit age {alert.commit_age_s:.0f} s{limit}")
     figures.append(f"latest committed batch {alert.latest_committed}")
     slos = ", ".join(alert.slos)
     if alert.kind == "clear":

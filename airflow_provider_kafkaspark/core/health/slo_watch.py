@@ -6,9 +6,10 @@ Each poll asks two questions in this order:
 1. Is the driver still there? As a health watch decides it (`core/health/watch.py`, with no
    health status failing the watch): a stopped report of the watched run, a lease released or
    expired, no lease after `startup_grace_s`, or the local supervisor giving up. A stop that is
-   clean (the last planned batch committed, exit 0) ends the watch quietly: the job was
-   stopped on purpose (a maintenance stop, a restart window's old driver without a standby).
-   Any other end fails it, naming why.
+   clean (the last planned batch committed, exit 0) was made on purpose: when no new driver
+   takes the lease within `restart_grace_s` (a maintenance stop), the watch ends quietly; when
+   one does (a restart window, a handover), the watch follows it. Any other end fails the
+   watch at once, naming why.
 2. Otherwise, what do the SLOs say (`core/health/slo.py`)? A breach or an all-clear is an
    alert; anything else is watching on.
 """
@@ -32,8 +33,10 @@ from airflow_provider_kafkaspark.core.spec.args import positive_number
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 StepState = Literal["watching", "alert", "stopped", "failed"]
-EventState = Literal["alert", "stopped", "failed", "timeout"]
-EVENT_STATES: tuple[EventState, ...] = ("alert", "stopped", "failed", "timeout")
+# failed: the driver is gone (retryable: a new watch follows a restarted driver); invalid: bad
+# input (a connection, a malformed checkpoint or control file), which no retry mends.
+EventState = Literal["alert", "stopped", "failed", "invalid", "timeout"]
+EVENT_STATES: tuple[EventState, ...] = ("alert", "stopped", "failed", "invalid", "timeout")
 # The health watch underneath only tells whether the driver is there; its health window
 # matters to nothing here, so a short one keeps few observations.
 _HEALTH_WINDOW_MS = 60_000
@@ -48,6 +51,7 @@ class WatcherSettings:
     slo: SloSettings
     poll_interval_s: float = 30.0
     startup_grace_s: float = 60.0
+    restart_grace_s: float = 300.0
     kafka_timeout_s: float = 10.0
 
     @classmethod
@@ -59,13 +63,11 @@ class WatcherSettings:
         raw = {name: getattr(cls, name) for name in own} | {
             k: v for k, v in values.items() if k in own
         }
-        grace = raw["startup_grace_s"]
         return cls(
             slo=slo,
             poll_interval_s=positive_number(raw["poll_interval_s"], f"{owner}: poll_interval_s"),
-            startup_grace_s=0.0
-            if grace == 0
-            else positive_number(grace, f"{owner}: startup_grace_s"),
+            startup_grace_s=_grace(raw["startup_grace_s"], f"{owner}: startup_grace_s"),
+            restart_grace_s=_grace(raw["restart_grace_s"], f"{owner}: restart_grace_s"),
             kafka_timeout_s=positive_number(raw["kafka_timeout_s"], f"{owner}: kafka_timeout_s"),
         )
 
@@ -75,6 +77,7 @@ class WatcherSettings:
             **self.slo.to_dict(),
             "poll_interval_s": self.poll_interval_s,
             "startup_grace_s": self.startup_grace_s,
+            "restart_grace_s": self.restart_grace_s,
             "kafka_timeout_s": self.kafka_timeout_s,
         }
 
@@ -83,6 +86,10 @@ class WatcherSettings:
         cls, values: Mapping[str, Any], owner: str = "watcher settings"
     ) -> WatcherSettings:
         return cls.checked(owner, **values)
+
+
+def _grace(value: object, name: str) -> float:
+    return 0.0 if value == 0 and not isinstance(value, bool) else positive_number(value, name)
 
 
 def job_name_of(checkpoint: str) -> str:
@@ -126,14 +133,27 @@ class SloWatch:
             startup_grace_ms=round(settings.startup_grace_s * 1000),
         )
         self.state = state if state is not None else SloState()
+        # When this watch first saw the run stopped cleanly (None: a driver runs).
+        self.stopped_seen_ms: int | None = None
 
     def poll(self, inputs: WatcherInputs, now_ms: int) -> WatchStep:
         decision = inputs.watch.decide(self.health, now_ms)
         if decision.state == "failed":  # nothing else fails a watch without fail_on
             stopped = self.health.stopped_by
-            if stopped is not None and stopped_cleanly(stopped):
+            if stopped is None or not stopped_cleanly(stopped):
+                return WatchStep("failed", decision.reason)
+            if self.stopped_seen_ms is None:
+                self.stopped_seen_ms = now_ms
+            grace_ms = round(self.settings.restart_grace_s * 1000)
+            if now_ms - self.stopped_seen_ms >= grace_ms:
                 return WatchStep("stopped", decision.reason)
-            return WatchStep("failed", decision.reason)
+            phase = "stopped cleanly, waiting for a restart"
+            waited = (now_ms - self.stopped_seen_ms) / 1000
+            reason = (
+                f"{phase} ({waited:.0f} of {self.settings.restart_grace_s:g} s): {decision.reason}"
+            )
+            return WatchStep("watching", reason, None, phase)
+        self.stopped_seen_ms = None
         self.state, alert = evaluate_slo(self.settings.slo, self.state, inputs.facts, now_ms)
         phase = self.phase()
         if alert is not None:

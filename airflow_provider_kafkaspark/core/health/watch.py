@@ -182,8 +182,9 @@ class HealthWatch:
         # The driver this watch saw holding a fresh lease, and when it took the lease.
         self._owner: Lease | None = None
         self.last: WatchDecision | None = None
-        # The stopped report that ended the watched run, once one counts: whether it stopped
-        # cleanly is for the caller to judge (a watcher ends quietly on a clean stop).
+        # The stopped report that ended the watched run at the last `observe`, if one did:
+        # whether it stopped cleanly is for the caller to judge (a watcher ends quietly on a
+        # clean stop). Reset at each `observe`: a driver started since may end otherwise.
         self.stopped_by: StoppedReport | None = None
 
     @property
@@ -205,6 +206,7 @@ class HealthWatch:
         failure points to."""
         if self._started_ms is None:
             self._started_ms = now_ms
+        self.stopped_by = None
         fresh = lease is not None and lease.is_fresh(now_ms)
         if fresh and lease is not None:
             self._follow(lease)

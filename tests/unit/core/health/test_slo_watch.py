@@ -74,20 +74,42 @@ def test_kafka_not_answering_is_an_unknown_lag_in_the_log_line() -> None:
     assert "lag unknown (Kafka timed out after 10 s)" in step.reason
 
 
-def test_a_clean_stop_ends_the_watch_quietly() -> None:
-    watch = SloWatch(settings(), since_batch=None)
+def test_a_clean_stop_ends_the_watch_once_no_driver_came_back() -> None:
+    watch = SloWatch(settings(restart_grace_s=60), since_batch=None)
     watch.poll(running(T0, 8, lag=500), T0)  # in breach: the end does not wait for a clear
-    step = watch.poll(gone(T0 + 5000, clean=True), T0 + 5000)
+    waiting = watch.poll(gone(T0 + 5000, clean=True), T0 + 5000)
+    assert waiting.state == "watching" and waiting.phase == "stopped cleanly, waiting for a restart"
+    assert "(0 of 60 s)" in waiting.reason and "clean" in waiting.reason
+    assert watch.poll(gone(T0 + 35_000, clean=True), T0 + 35_000).state == "watching"
+    step = watch.poll(gone(T0 + 65_000, clean=True), T0 + 65_000)
     assert step.state == "stopped" and "driver gone" in step.reason and "clean" in step.reason
     assert watch.state.breached  # the summary says it ended in breach
+
+
+def test_a_new_driver_after_a_clean_stop_is_followed_and_its_end_judged_anew() -> None:
+    watch = SloWatch(settings(restart_grace_s=60), since_batch=None)
+    watch.poll(running(T0, 8, lag=0), T0)
+    assert watch.poll(gone(T0 + 5000, clean=True), T0 + 5000).state == "watching"
+    # A restart window's new driver takes the lease: the SLOs are watched again.
+    new = lease("b" * 32, started=T0 + 20_000, beat=T0 + 30_000)
+    back = WatcherInputs(WatchInputs(obs(T0 + 30_000, 9, lag=500), new, None), 9, {"t": 500})
+    step = watch.poll(back, T0 + 30_000)
+    assert step.state == "alert" and step.alert is not None and step.alert.kind == "breach"
+    assert watch.stopped_seen_ms is None
+    # The new driver fails: not the old clean report, its own end decides.
+    crashed = StoppedReport(
+        T0 + 39_000, "query failed", False, 10, 9, owner_id="b" * 32, exit_code=1
+    )
+    step = watch.poll(WatcherInputs(WatchInputs(None, None, crashed), 9, None), T0 + 40_000)
+    assert step.state == "failed" and "query failed" in step.reason
 
 
 @pytest.mark.parametrize(
     ("clean", "exit_code", "reason"),
     [(False, 2, "stop"), (True, 4, "bad job"), (True, 1, "query failed")],
 )
-def test_any_other_end_fails_the_watch(clean: bool, exit_code: int, reason: str) -> None:
-    watch = SloWatch(settings(), since_batch=None)
+def test_any_other_end_fails_the_watch_at_once(clean: bool, exit_code: int, reason: str) -> None:
+    watch = SloWatch(settings(restart_grace_s=600), since_batch=None)
     watch.poll(running(T0, 8, lag=0), T0)
     step = watch.poll(gone(T0 + 5000, clean=clean, exit_code=exit_code, reason=reason), T0 + 5000)
     assert step.state == "failed" and reason in step.reason
@@ -115,12 +137,15 @@ def test_settings_round_trip_flat_and_check_each_value() -> None:
     given = settings(max_commit_age_s=60, poll_interval_s=5, renotify_after_s=None)
     flat = json.loads(json.dumps(given.to_dict()))
     assert flat["max_commit_age_s"] == 60 and flat["poll_interval_s"] == 5
+    assert flat["restart_grace_s"] == 300 and flat["startup_grace_s"] == 30
     assert WatcherSettings.from_dict(flat) == given
     assert given.slo == SloSettings.checked(
         "x", max_lag_records=100, max_commit_age_s=60, clear_after_s=0, renotify_after_s=None
     )
     with pytest.raises(InvalidArgumentError, match="w: poll_interval_s"):
         settings(poll_interval_s=0)
+    with pytest.raises(InvalidArgumentError, match="w: restart_grace_s"):
+        settings(restart_grace_s=-1)
     with pytest.raises(InvalidArgumentError, match="w: give max_lag_records"):
         WatcherSettings.checked("w", poll_interval_s=5)
 
