@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+    from airflow_provider_kafkaspark.triggers.watch import StatusLog
 
 Notifier = BaseNotifier | Callable[[Context], Any]
 # A watch of a day: the example DAG runs daily, so one watch ends as the next one starts.
@@ -55,14 +56,16 @@ _DEFAULT_POLL_S = 30.0
 class StreamingWatchSensor(BaseSensorOperator):
     """Watch a running job's SLOs; call `on_breach` / `on_clear` when they break and mend.
 
-    It ends (succeeds, returning a summary to XCom) when the driver stops cleanly (a
-    maintenance stop) and when its `timeout` is up (the watch period is over: the next
+    It ends (succeeds, returning a summary to XCom) when the driver stops cleanly and no new
+    driver takes over within `restart_grace_s` (a maintenance stop; a restart window's new
+    driver is followed), and when its `timeout` is up (the watch period is over: the next
     scheduled run watches on; a sensor timeout is not a failure of the job). It fails, naming
     why, when the driver is gone otherwise: a stop that was not clean, a bad job, a lease
     released or expired without a stopped report, no driver after `startup_grace_s`, the
-    local supervisor giving up. The summary: ``{"state": "stopped" | "timeout", "reason",
-    "breaches", "in_breach", "breached_slos", "lag_records", "commit_age_s",
-    "latest_committed", "watched_s"}``.
+    local supervisor giving up (an `AirflowException`, so the task's retries start a new watch
+    that follows a restarted driver; bad input is an `AirflowFailException`). The summary:
+    ``{"state": "stopped" | "timeout", "reason", "breaches", "in_breach", "breached_slos",
+    "lag_records", "commit_age_s", "latest_committed", "watched_s"}``.
 
     Each announcement calls every notifier of its kind with the task context plus
     ``slo_alert`` (the alert as a dict; see `notifiers`) and ``kafkaspark_job``: an Airflow
@@ -93,6 +96,8 @@ class StreamingWatchSensor(BaseSensorOperator):
         the trigger follows too (default 30).
     :param startup_grace_s: how long no driver may hold the checkpoint's lease before that
         fails the watch.
+    :param restart_grace_s: after a clean stop, how long to wait for a new driver (a restart
+        window, a handover) before the watch ends (default 300).
     :param kafka_timeout_s: budget of each Kafka request; a poll Kafka does not answer in
         time has an unknown lag, which neither breaches nor clears.
     :param deferrable: wait in the triggerer instead of a worker slot (default: Airflow's
@@ -122,6 +127,7 @@ class StreamingWatchSensor(BaseSensorOperator):
         on_clear: Notifier | Sequence[Notifier] | None = None,
         poll_interval_s: float | None = None,
         startup_grace_s: float = 60.0,
+        restart_grace_s: float = 300.0,
         kafka_timeout_s: float = 10.0,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
@@ -158,9 +164,11 @@ class StreamingWatchSensor(BaseSensorOperator):
             renotify_max_s=renotify_max_s,
             poll_interval_s=float(self.poke_interval),
             startup_grace_s=startup_grace_s,
+            restart_grace_s=restart_grace_s,
             kafka_timeout_s=kafka_timeout_s,
         )
         self._watch: SloWatch | None = None
+        self._status: StatusLog | None = None
         self._started = 0.0  # time.monotonic() when poke mode started watching
         self._kafka: KafkaFacade | None = None
         self._storage_hook: KafkaSparkHook | None = None
@@ -212,10 +220,15 @@ class StreamingWatchSensor(BaseSensorOperator):
     def poke(self, context: Context) -> PokeReturnValue:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.core.control.lease import now_ms
-        from airflow_provider_kafkaspark.triggers.watch import emit_metrics, read_watcher_inputs
+        from airflow_provider_kafkaspark.triggers.watch import (
+            StatusLog,
+            emit_metrics,
+            read_watcher_inputs,
+        )
 
         if self._watch is None:
             self._watch = SloWatch(self.settings, self.since_batch)
+            self._status = StatusLog(self.log, self.job_name)
         watch = self._watch
         with airflow_errors(f"cannot observe {self.checkpoint}", self.kafka_conn_id):
             if self._storage_hook is None:
@@ -229,7 +242,8 @@ class StreamingWatchSensor(BaseSensorOperator):
         if step.state in ("watching", "alert"):
             emit_metrics(self.job_name, watch, inputs)
         if step.state == "watching":
-            self.log.info("watch of %s: %s", self.job_name, step.reason)
+            if self._status is not None:
+                self._status.watching(step)
             result = PokeReturnValue(False)
         else:
             result = self._act(context, step.state, step.reason, step.alert, watch.state, watched_s)
@@ -284,7 +298,12 @@ class StreamingWatchSensor(BaseSensorOperator):
             return PokeReturnValue(False)
         if state in ("stopped", "timeout"):
             return self._end(state, reason, slo, watched_s)
-        raise AirflowFailException(f"{self.job_name}: {reason}")
+        if state == "invalid":
+            raise AirflowFailException(f"{self.job_name}: {reason}")
+        # The driver is gone: retryable, so that a retry follows a driver that its supervisor
+        # or a person restarts (a job gone for good fails again at the retry's first poll or
+        # after its startup grace).
+        raise AirflowException(f"{self.job_name}: {reason}")
 
     def _end(self, state: str, reason: str, slo: SloState, watched_s: float) -> PokeReturnValue:
         summary = watch_summary(state, reason, slo, watched_s)

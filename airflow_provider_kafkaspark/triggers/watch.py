@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
@@ -34,6 +34,7 @@ from airflow_provider_kafkaspark.core.health.slo_watch import (
     SloWatch,
     WatcherEvent,
     WatcherSettings,
+    WatchStep,
 )
 from airflow_provider_kafkaspark.core.spec.xcom_values import parse_batch_id
 
@@ -50,14 +51,14 @@ def now_ms() -> int:
 
 
 class StreamingWatchTrigger(BaseTrigger):
-    """Polls every `poll_interval_s`; fires one `WatcherEvent`: alert, stopped, failed or
-    timeout.
+    """Polls every `poll_interval_s`; fires one `WatcherEvent`: alert, stopped, failed (the
+    driver is gone), invalid or timeout.
 
     `timeout_s` is the whole watch's time, of which `watched_s` has passed in earlier
     deferrals. A Kafka that does not answer leaves the lag unknown for that poll (logged).
     Bad input (a malformed checkpoint or control file, a bad connection, a topic or ACL
-    problem) ends the trigger with a failed event naming it; other errors propagate and fail
-    the task, so its retries apply.
+    problem) ends the trigger with an invalid event naming it; other errors propagate and
+    fail the task, so its retries apply.
     """
 
     def __init__(
@@ -121,12 +122,12 @@ class StreamingWatchTrigger(BaseTrigger):
         try:
             config = await asyncio.to_thread(KafkaSparkHook(self.kafka_conn_id).kafka_client_config)
         except InvalidInputError as exc:
-            yield self._event("failed", f"cannot read the Kafka connection: {exc}", watch, started)
+            yield self._event("invalid", f"cannot read the Kafka connection: {exc}", watch, started)
             return
         try:
             s3 = await asyncio.to_thread(KafkaSparkHook(aws_conn_id=self.aws_conn_id).s3fs_options)
         except InvalidInputError as exc:
-            yield self._event("failed", f"cannot read the AWS connection: {exc}", watch, started)
+            yield self._event("invalid", f"cannot read the AWS connection: {exc}", watch, started)
             return
         kafka = KafkaFacade(config, timeout_s=self.settings.kafka_timeout_s)
         del config
@@ -137,29 +138,25 @@ class StreamingWatchTrigger(BaseTrigger):
                 event = await self._outcome(watch, kafka, started)
         except InvalidInputError as exc:
             event = self._event(
-                "failed", f"cannot observe {self.checkpoint}: {exc}", watch, started
+                "invalid", f"cannot observe {self.checkpoint}: {exc}", watch, started
             )
         finally:
             kafka.close()
         yield event
 
     async def _outcome(self, watch: SloWatch, kafka: KafkaFacade, started: float) -> TriggerEvent:
-        logged_phase, logged_at = "", 0.0
+        status = StatusLog(self.log, self.job_name)
         while True:
             inputs = await asyncio.to_thread(read_watcher_inputs, self.checkpoint, kafka)
             step = watch.poll(inputs, now_ms())
             if step.state in ("stopped", "failed"):
-                self.log.info("watch of %s: driver gone: %s", self.checkpoint, step.reason)
+                self.log.info("watch of %s: %s", self.job_name, step.reason)
                 return self._event(step.state, step.reason, watch, started)
             emit_metrics(self.job_name, watch, inputs)
             if step.state == "alert":
-                self.log.info("watch of %s: %s", self.checkpoint, step.reason)
+                self.log.info("watch of %s: %s", self.job_name, step.reason)
                 return self._event("alert", step.reason, watch, started, step.alert)
-            if step.phase != logged_phase or time.monotonic() - logged_at >= _LOG_EVERY_S:
-                self.log.info("watch of %s: %s", self.checkpoint, step.reason)
-                logged_phase, logged_at = step.phase, time.monotonic()
-            else:
-                self.log.debug("watch of %s: %s", self.checkpoint, step.reason)
+            status.watching(step)
             remaining = self.timeout_s - self.watched_s - (time.monotonic() - started)
             if remaining <= 0:
                 reason = (
@@ -184,6 +181,33 @@ class StreamingWatchTrigger(BaseTrigger):
             watched_s=self.watched_s + time.monotonic() - started,
         )
         return TriggerEvent(event.to_dict())  # type: ignore[no-untyped-call]
+
+
+class Log(Protocol):
+    """What StatusLog needs of a logger (a trigger's and a task's are of different types)."""
+
+    def info(self, msg: Any, /, *args: Any) -> Any: ...
+
+    def debug(self, msg: Any, /, *args: Any) -> Any: ...
+
+
+class StatusLog:
+    """A watch's log lines while nothing happens: INFO when its phase changes (met, pending,
+    in breach, clearing, lag unknown) and every `_LOG_EVERY_S`, DEBUG otherwise, so a watch of
+    a day leaves a readable log."""
+
+    def __init__(self, log: Log, job_name: str) -> None:
+        self.log = log
+        self.job_name = job_name
+        self.phase: str | None = None
+        self.at = 0.0
+
+    def watching(self, step: WatchStep) -> None:
+        if step.phase != self.phase or time.monotonic() - self.at >= _LOG_EVERY_S:
+            self.log.info("watch of %s: %s", self.job_name, step.reason)
+            self.phase, self.at = step.phase, time.monotonic()
+        else:
+            self.log.debug("watch of %s: %s", self.job_name, step.reason)
 
 
 def emit_metrics(job_name: str, watch: SloWatch, inputs: WatcherInputs) -> None:

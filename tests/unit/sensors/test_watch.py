@@ -180,8 +180,11 @@ def test_ends_by_event() -> None:
     assert stopped["state"] == "stopped" and stopped["reason"] == "driver gone: clean"
     timeout = sensor().execute_complete(context(), end_event("timeout", "time is up", 86_400))
     assert timeout["state"] == "timeout" and timeout["watched_s"] == 86_400
-    with pytest.raises(AirflowFailException, match="ip_count: driver gone: lease expired"):
+    with pytest.raises(AirflowException, match="ip_count: driver gone: lease expired") as gone:
         sensor().execute_complete(context(), end_event("failed", "driver gone: lease expired"))
+    assert not isinstance(gone.value, AirflowFailException)  # retried: a new watch follows
+    with pytest.raises(AirflowFailException, match="ip_count: cannot observe"):
+        sensor().execute_complete(context(), end_event("invalid", "cannot observe /cp: bad"))
     with pytest.raises(AirflowException, match="watcher event: malformed"):
         sensor().execute_complete(context(), {"state": "alert"})
     with pytest.raises(AirflowException, match="sent no event"):
@@ -203,7 +206,9 @@ def test_a_whole_watch_in_poke_mode(kafka_unit_conn: None, monkeypatch: pytest.M
     lags = [running(base, lag) for lag in (10, 500, 800, 5)]
     script: Iterator[WatcherInputs] = iter([*lags, stopped])
     monkeypatch.setattr(trigger_module, "read_watcher_inputs", lambda cp, kafka: next(script))
-    watcher = sensor(deferrable=False, poll_interval_s=0.01, renotify_after_s=None)
+    watcher = sensor(
+        deferrable=False, poll_interval_s=0.01, renotify_after_s=None, restart_grace_s=0
+    )
     summary = watcher.execute(context())
     assert summary["state"] == "stopped" and summary["breaches"] == 1
     assert summary["in_breach"] is False and summary["latest_committed"] == 5

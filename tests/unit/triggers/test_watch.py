@@ -17,7 +17,7 @@ from airflow_provider_kafkaspark.core.control.reports import StoppedReport
 from airflow_provider_kafkaspark.core.health.inputs import WatchInputs
 from airflow_provider_kafkaspark.core.health.slo import SloState
 from airflow_provider_kafkaspark.core.health.slo_inputs import WatcherInputs
-from airflow_provider_kafkaspark.core.health.slo_watch import WatcherEvent
+from airflow_provider_kafkaspark.core.health.slo_watch import WatcherEvent, WatchStep
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 from airflow_provider_kafkaspark.triggers import watch as trigger_module
 from airflow_provider_kafkaspark.triggers.watch import CLASSPATH, StreamingWatchTrigger
@@ -126,11 +126,11 @@ def test_a_clean_stop_and_a_failed_driver_end_the_trigger(
             return WatcherInputs(WatchInputs(None, None, report), 9, {"t": 0})
 
         monkeypatch.setattr(trigger_module, "read_watcher_inputs", inputs)
-        (event,) = asyncio.run(collect(make_trigger()))
+        (event,) = asyncio.run(collect(make_trigger(restart_grace_s=0.05)))
         assert event.payload["state"] == state and "driver gone" in event.payload["reason"]
 
 
-def test_bad_input_ends_the_trigger_with_a_failed_event(
+def test_bad_input_ends_the_trigger_with_an_invalid_event(
     kafka_unit_conn: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(checkpoint: str, kafka: object) -> WatcherInputs:
@@ -138,7 +138,8 @@ def test_bad_input_ends_the_trigger_with_a_failed_event(
 
     monkeypatch.setattr(trigger_module, "read_watcher_inputs", broken)
     (event,) = asyncio.run(collect(make_trigger()))
-    assert event.payload["state"] == "failed" and "commits/3: truncated" in event.payload["reason"]
+    assert event.payload["state"] == "invalid"
+    assert "commits/3: truncated" in event.payload["reason"]
 
 
 def test_each_poll_sends_the_jobs_gauges(
@@ -159,3 +160,23 @@ def test_closes_from_another_task_than_the_one_that_read_its_event(
 ) -> None:
     feed(monkeypatch, iter([500]))
     assert first_event_closed_elsewhere(make_trigger())["state"] == "alert"
+
+
+def test_status_log_writes_info_only_when_the_phase_changes() -> None:
+    lines: list[tuple[str, str]] = []
+
+    class Log:
+        def info(self, msg: Any, /, *args: Any) -> None:
+            lines.append(("info", msg % args))
+
+        def debug(self, msg: Any, /, *args: Any) -> None:
+            lines.append(("debug", msg % args))
+
+    status = trigger_module.StatusLog(Log(), "ip_count")
+    for phase, figures in (("SLOs met", "lag 1"), ("SLOs met", "lag 2"), ("in breach", "lag 9")):
+        status.watching(WatchStep("watching", f"{phase}; {figures}", None, phase))
+    assert lines == [
+        ("info", "watch of ip_count: SLOs met; lag 1"),
+        ("debug", "watch of ip_count: SLOs met; lag 2"),
+        ("info", "watch of ip_count: in breach; lag 9"),
+    ]
