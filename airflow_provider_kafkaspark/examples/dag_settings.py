@@ -23,6 +23,10 @@ local stack (`make demo`), in tests, and on a real deployment.
     KAFKASPARK_SAVEPOINT_MAX_COUNT / KAFKASPARK_SAVEPOINT_MAX_AGE_HOURS
                             retention applied after each periodic savepoint (default 24
                             savepoints, no age limit)
+    KAFKASPARK_WATCH_SCHEDULE  cron expression of the watcher DAG (default "@daily": one watch a
+                            day; "none": manual runs only)
+    KAFKASPARK_WATCH_MAX_LAG_RECORDS / KAFKASPARK_WATCH_MAX_COMMIT_AGE_S
+                            the watcher's SLOs (default 10000 records and 300 s; "none" drops one)
     KAFKASPARK_UPGRADE_TRANSFORMATION / KAFKASPARK_UPGRADE_PYTHON_PATH
                             the transformation (`module:function`) and the folders holding it
                             that the restart window upgrades the job to; default: none, the
@@ -71,6 +75,10 @@ class ExampleSettings:
     warm_handover: bool = True
     # The restart window checks the new spec against a copy of the running state first.
     compat_check: bool = True
+    # The watcher DAG: when a watch starts, and its SLOs.
+    watch_schedule: str | None = "@daily"
+    watch_max_lag_records: int | None = 10_000
+    watch_max_commit_age_s: float | None = 300.0
 
     @property
     def checkpoint(self) -> str:
@@ -143,6 +151,9 @@ def example_settings() -> ExampleSettings:
         periodic_savepoint_schedule=_schedule("KAFKASPARK_PERIODIC_SAVEPOINT_SCHEDULE", "@hourly"),
         savepoint_max_count=_number("KAFKASPARK_SAVEPOINT_MAX_COUNT", int, 24),
         savepoint_max_age_s=_hours_to_s(_number("KAFKASPARK_SAVEPOINT_MAX_AGE_HOURS", float, None)),
+        watch_schedule=_schedule("KAFKASPARK_WATCH_SCHEDULE", "@daily"),
+        watch_max_lag_records=_number("KAFKASPARK_WATCH_MAX_LAG_RECORDS", int, 10_000),
+        watch_max_commit_age_s=_number("KAFKASPARK_WATCH_MAX_COMMIT_AGE_S", float, 300.0),
     )
 
 

@@ -82,3 +82,23 @@ def test_the_compatibility_check_is_on_unless_turned_off(monkeypatch: pytest.Mon
     assert example_settings().compat_check is True
     monkeypatch.setenv("KAFKASPARK_COMPAT_CHECK", "false")
     assert example_settings().compat_check is False
+
+
+def test_the_watcher_watches_daily_with_two_slos_unless_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key in (
+        "KAFKASPARK_WATCH_SCHEDULE",
+        "KAFKASPARK_WATCH_MAX_LAG_RECORDS",
+        "KAFKASPARK_WATCH_MAX_COMMIT_AGE_S",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    settings = example_settings()
+    assert settings.watch_schedule == "@daily"
+    assert (settings.watch_max_lag_records, settings.watch_max_commit_age_s) == (10_000, 300.0)
+    monkeypatch.setenv("KAFKASPARK_WATCH_SCHEDULE", "none")
+    monkeypatch.setenv("KAFKASPARK_WATCH_MAX_COMMIT_AGE_S", "none")
+    monkeypatch.setenv("KAFKASPARK_WATCH_MAX_LAG_RECORDS", "500")
+    settings = example_settings()
+    assert settings.watch_schedule is None
+    assert (settings.watch_max_lag_records, settings.watch_max_commit_age_s) == (500, None)
