@@ -17,7 +17,6 @@ from airflow_provider_kafkaspark.core.health.inputs import WatchInputs
 from airflow_provider_kafkaspark.core.health.slo_inputs import WatcherInputs
 from airflow_provider_kafkaspark.core.health.slo_watch import EventState, SloWatch, WatcherEvent
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
-from airflow_provider_kafkaspark.notifiers import LogNotifier
 from airflow_provider_kafkaspark.sensors.watch import DEFAULT_TIMEOUT_S, StreamingWatchSensor
 from airflow_provider_kafkaspark.triggers import watch as trigger_module
 from airflow_provider_kafkaspark.triggers.watch import StreamingWatchTrigger
@@ -213,18 +212,3 @@ def test_a_whole_watch_in_poke_mode(kafka_unit_conn: None, monkeypatch: pytest.M
     assert summary["state"] == "stopped" and summary["breaches"] == 1
     assert summary["in_breach"] is False and summary["latest_committed"] == 5
     assert Recording.sent == ["ip_count breach 500", "ip_count clear after 1"]
-
-
-def test_log_notifier_writes_the_alert(capsys: pytest.CaptureFixture[str]) -> None:
-    watcher = sensor(on_breach=[LogNotifier()])
-    (breach,) = alert_events(500)
-    with pytest.raises(TaskDeferred):
-        watcher.execute_complete(context(), breach)
-    logged = capsys.readouterr()
-    lines = [
-        line
-        for line in (logged.out + logged.err).splitlines()
-        if "kafkaspark watch of ip_count: SLO breach" in line
-    ]
-    assert len(lines) == 1 and "warning" in lines[0]
-    assert "lag 500 records (SLO <= 100)" in lines[0]
