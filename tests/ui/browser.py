@@ -95,7 +95,7 @@ def settle(page: Page) -> None:
     """Wait until Airflow's React UI has drawn: its nav translated and its loading skeletons
     replaced by data (a screenshot before that shows grey bars and `nav.home` keys)."""
     page.wait_for_load_state("networkidle")
-    page.get_by_role("link", name="Dags", exact=True).wait_for()
+    page.get_by_test_id("nav-dags-link").wait_for()
     page.wait_for_function("document.querySelectorAll('.chakra-skeleton').length === 0")
 
 
@@ -105,7 +105,8 @@ def screenshot(page: Page, name: str, *, docs: bool = False) -> list[Path]:
     update = docs and os.environ.get(UPDATE_SCREENSHOTS_ENV, "") == "1"
     first, *copies = screenshot_targets(name, ARTIFACTS, DOCS, update=update)
     first.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(first), full_page=True)
+    # Animations ended: a menu caught while it fades in shows through the page below it.
+    page.screenshot(path=str(first), full_page=True, animations="disabled")
     for copy in copies:
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(first, copy)
