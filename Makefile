@@ -98,7 +98,7 @@ e2e-kerberos: setup-kerberos
 	$(PY) -m pytest tests/kerberos -ra --durations=10
 
 # The UI tier (tests/ui): Debian's Chromium (apt-get, once) driven by Playwright against a
-# real `airflow api-server` with Airflow's own login, and a running job (about 2 minutes).
+# real `airflow api-server` with Airflow's own login, and a running job (45-70 s of tests).
 # KAFKASPARK_UPDATE_SCREENSHOTS=1 also writes the view's screenshots to docs/screenshots/.
 setup-ui: setup
 	bash scripts/setup_ui.sh
