@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-matrix test-matrix test-extended setup-faults e2e-faults setup-cluster setup-k8s e2e-k8s setup-kerberos e2e-kerberos demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
+.PHONY: setup setup-matrix test-matrix test-extended setup-ui test-ui setup-faults e2e-faults setup-cluster setup-k8s e2e-k8s setup-kerberos e2e-kerberos demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean
 
 setup:
 	bash scripts/setup.sh
@@ -96,6 +96,15 @@ setup-kerberos: setup-cluster
 # A KDC, a GSSAPI Kafka listener and a ResourceManager behind SPNEGO (about 40 s of tests).
 e2e-kerberos: setup-kerberos
 	$(PY) -m pytest tests/kerberos -ra --durations=10
+
+# The UI tier (tests/ui): Debian's Chromium (apt-get, once) driven by Playwright against a
+# real `airflow api-server` with Airflow's own login, and a running job (45-70 s of tests).
+# KAFKASPARK_UPDATE_SCREENSHOTS=1 also writes the view's screenshots to docs/screenshots/.
+setup-ui: setup
+	bash scripts/setup_ui.sh
+
+test-ui: setup-ui
+	$(PY) -m pytest tests/ui -ra --durations=10
 
 lint: setup
 	$(VENV)/bin/ruff check .
