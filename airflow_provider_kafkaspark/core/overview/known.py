@@ -108,7 +108,10 @@ def _summary(operator: str, value: Mapping[str, Any]) -> str:
     if operator in SAVEPOINTING_OPERATORS:
         sid = value.get("savepoint_id")
         return f"savepoint {sid}" if sid else "stopped without a savepoint"
-    return f"submit since batch {value.get('since_batch')}"
+    since = value.get("since_batch")
+    if since is None:
+        return "submitted on a checkpoint with no batch committed"
+    return f"submitted after batch {since}"
 
 
 def _text(value: Any) -> str | None:

@@ -29,7 +29,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.filters.update(age=format_age, size=format_bytes, number=format_number)
-    env.globals.update(sparkline=sparkline_points)
+    env.globals.update(sparkline=sparkline_points, dots=chart_dots)
     return env
 
 
@@ -87,6 +87,15 @@ def format_number(value: float | None) -> str:
     if value is None:
         return "unknown"
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def chart_dots(
+    values: Sequence[float | None], width: int = CHART_WIDTH, height: int = CHART_HEIGHT
+) -> list[tuple[str, str]]:
+    """The points of `sparkline_points` as (x, y) pairs, drawn as dots: a single batch has a
+    value but no line."""
+    pairs = [point.split(",", 1) for point in sparkline_points(values, width, height).split()]
+    return [(x, y) for x, y in pairs]
 
 
 def sparkline_points(

@@ -7,6 +7,7 @@ from dataclasses import replace
 from airflow_provider_kafkaspark.core.overview.facts import JobFacts, KnownJob
 from airflow_provider_kafkaspark.core.overview.row import JobRow, job_row
 from airflow_provider_kafkaspark.plugins.jobs_view.render import (
+    chart_dots,
     format_age,
     job_page,
     job_page_link,
@@ -48,6 +49,10 @@ def test_the_job_page_link_quotes_the_name_and_the_checkpoint() -> None:
 def test_sparkline_scales_to_the_box_and_skips_unknown_points() -> None:
     assert sparkline_points([], 100, 10) == ""
     assert sparkline_points([0, None, 10], 100, 10) == "0.0,8.0 100.0,2.0"
+
+
+def test_a_single_batch_is_drawn_as_a_dot() -> None:
+    assert chart_dots([120], 100, 10) == [("0.0", "2.0")]
 
 
 def test_ages_read_as_people_say_them() -> None:
