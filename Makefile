@@ -29,11 +29,13 @@ demo-s3: setup
 	KAFKASPARK_FAST_JVM=1 $(PY) -m kafkaspark_devstack.demo --storage s3
 
 # Lint and the pure unit tests first: they fail in a minute where the rest takes twenty.
-# Then the real-stack tiers on one host, the faults across hosts (tests/faults, root), the
+# Then the Streaming jobs view in a real browser (tests/ui, about a minute), the real-stack
+# tiers on one host, the faults across hosts (tests/faults, root), the
 # cluster tier (YARN and Airflow's services across hosts, root), the Spark matrix. Tests
 # marked `extended` repeat a path another tier covers: `make test-extended` runs them.
-test: setup setup-matrix setup-faults setup-cluster lint
+test: setup setup-matrix setup-faults setup-cluster setup-ui lint
 	$(PY) -m pytest tests/unit -ra -q --durations=5
+	$(PY) -m pytest tests/ui -ra --durations=5
 	$(PY) -m pytest tests/integration tests/e2e tests/reliability -m "not extended" -ra --durations=25
 	$(PY) -m pytest tests/faults -ra --durations=10
 	$(PY) -m pytest tests/cluster -m "not extended" -ra --durations=15
