@@ -24,6 +24,10 @@ def state(ref: YarnJobRef) -> tuple[str, str]:
     return str(app["state"]), str(app["finalStatus"])
 
 
+@pytest.mark.extended(
+    covered_by="test_streaming_on_yarn.py (the example job as a PySpark application in "
+    "cluster mode on this cluster)"
+)
 def test_a_pyspark_application_runs_in_cluster_mode(yarn: LocalYarnCluster, tmp_path: Path) -> None:
     out = tmp_path / "sum.txt"
     app_id = submit(yarn, tmp_path, "smoke", out, linger_s=0, attempts=1)

@@ -81,6 +81,10 @@ def test_spark_reads_every_record_and_broker_restart_keeps_them(
     assert set(after_restart) == {str(i) for i in range(RECORDS)}
 
 
+@pytest.mark.extended(
+    covered_by="tests/reliability broker_loss (a broker of a 3-broker cluster killed and "
+    "brought back under a job: every value once)"
+)
 def test_three_node_cluster_keeps_data_through_a_broker_kill(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
