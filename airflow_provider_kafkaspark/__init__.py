@@ -14,7 +14,8 @@ _PACKAGE = "airflow_provider_kafkaspark"
 def get_provider_info() -> dict[str, Any]:
     """What Airflow's ProvidersManager reads through the `apache_airflow_provider` entry point:
     the modules of each kind (shown by `airflow providers operators`, `... sensors`,
-    `... triggers`) and the `kafkaspark://` Asset scheme with its URI check."""
+    `... triggers`), the links of task instances, and the `kafkaspark://` Asset scheme with its
+    URI check."""
 
     def modules(*names: str) -> list[dict[str, Any]]:
         return [
@@ -53,6 +54,11 @@ def get_provider_info() -> dict[str, Any]:
                 "name": "kafkaspark_streaming_jobs",
                 "plugin-class": f"{_PACKAGE}.plugins.jobs_view.plugin.StreamingJobsViewPlugin",
             }
+        ],
+        # The links of task instances (links.py), for the api-server to know them by class.
+        "extra-links": [
+            f"{_PACKAGE}.links.{name}"
+            for name in ("SparkUiLink", "YarnApplicationLink", "StreamingJobLink")
         ],
         "asset-uris": [
             {

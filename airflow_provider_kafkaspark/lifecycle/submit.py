@@ -145,6 +145,7 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
     if starting is not None and driver_gone(marker_ref(starting, spec.checkpoint_location)):
         starting = None  # its start failed (a YARN application that ended): none is coming
     decision = decide_if_running(lease, request.if_running, starting, submitter, marker)
+    replaced = False
     if decision is RunningDecision.ADOPT and marker is not None:
         log.warning(
             "job %s: the driver %s submitted %.0f s ago is %s: taking it up instead of "
@@ -169,6 +170,7 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
         if decision is RunningDecision.SKIP:
             raise JobSkippedError(message + " (if_running='skip')")
         log.info("%s: stopping it first (if_running='replace')", message)
+        replaced = True
         stop_job(
             spec.checkpoint_location,
             requested_by=request.options.submitted_by,
@@ -212,7 +214,8 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
         handle = hand_over(spec, request.standby, request.options)
     if handle is None:
         handle = submit_job(backend, spec, request.options)
-    handle.update(dead_bootstrap_servers=dead, restored=restored)
+    # `replaced`: this submit stopped a driver that ran (a restart, for the job's metrics).
+    handle.update(dead_bootstrap_servers=dead, restored=restored, replaced=replaced)
     return handle
 
 
@@ -259,6 +262,7 @@ def adopted_handle(spec: JobSpec, starting: SubmittedMarker) -> dict[str, Any]:
         "adopted": True,
         "dead_bootstrap_servers": [],
         "restored": None,
+        "replaced": False,
     }
 
 

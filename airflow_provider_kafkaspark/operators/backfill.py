@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, Context
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+    from airflow.sdk.types import RuntimeTaskInstanceProtocol
 
 
 class KafkaBackfillOperator(BaseOperator):
@@ -16,6 +20,9 @@ class KafkaBackfillOperator(BaseOperator):
     interval goes to its own folder under ``output_root`` and is replaced on a re-run, so
     re-running an interval never duplicates. Returns the interval, its offsets and the rows
     written.
+
+    OpenLineage (``lineage.py``): the source topics in; out, the output root before
+    the run and the interval's folder after it.
     """
 
     template_fields: Sequence[str] = ("job_spec", "output_root", "master")
@@ -37,6 +44,8 @@ class KafkaBackfillOperator(BaseOperator):
         self.kafka_conn_id = kafka_conn_id
         self.master = master
         self.timeout_s = timeout_s
+        # The interval's folder the run wrote: lineage after the run.
+        self._written: str | None = None
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
@@ -77,4 +86,22 @@ class KafkaBackfillOperator(BaseOperator):
         self.log.info(
             "backfill %s .. %s: %s rows to %s", start, end, result["rows"], result["output"]
         )
+        self._written = str(result["output"])
         return result
+
+    def _lineage(self) -> OperatorLineage[Any, Any]:
+        from airflow_provider_kafkaspark.core.spec.lineage import backfill_datasets
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+        from airflow_provider_kafkaspark.lifecycle.inputs import job_spec_of
+        from airflow_provider_kafkaspark.lineage import connection_spec, operator_lineage
+
+        spec = connection_spec(job_spec_of(self.job_spec), KafkaSparkHook(self.kafka_conn_id))
+        return operator_lineage(backfill_datasets(spec, self._written or self.output_root))
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage[Any, Any]:
+        return self._lineage()
+
+    def get_openlineage_facets_on_complete(
+        self, task_instance: RuntimeTaskInstanceProtocol
+    ) -> OperatorLineage[Any, Any]:
+        return self._lineage()

@@ -10,6 +10,7 @@ from airflow.sdk import Context
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
 
 if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
     from airflow_provider_kafkaspark.lifecycle.deploy import DeployPolicy
 
@@ -51,6 +52,9 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
     :param warm_handover: in a ``savepoint`` upgrade, start the new driver as a standby while
         the old one runs (local and standalone backends), so the downtime is a stop and a
         query start; two drivers of the job run for a while.
+
+    Links, lineage: as for ``SubmitStreamingJobOperator`` (the links name the driver that runs
+    after the deploy). Metrics: ``submits``; ``restarts`` for an upgrade.
     """
 
     template_fields: Sequence[str] = (
@@ -132,9 +136,31 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
         hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
+        self._link_job_page(context)
         with airflow_errors(self.task_id, self.kafka_conn_id), hook.storage():
             result = self._deploy(hook, context)
+            if self._ran_spec is not None:
+                self._after_deploy(context, self._ran_spec, result)
         return {**result, **self.observed_with()}
+
+    def _after_deploy(self, context: Context, spec: JobSpec, result: dict[str, Any]) -> None:
+        """Links to the driver that runs now (the one a deploy that changed nothing found
+        running, from the checkpoint's last submit), and the deploy's counters."""
+        from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_to_dict
+        from airflow_provider_kafkaspark.errors import KafkaSparkError
+        from airflow_provider_kafkaspark.lifecycle.observe import submitted_ref
+        from airflow_provider_kafkaspark.operator_metrics import count, deploy_counts
+
+        job_ref = (result.get("handle") or {}).get("job_ref")
+        if job_ref is None:
+            try:
+                found = submitted_ref(spec.checkpoint_location)
+            except (KafkaSparkError, OSError) as exc:
+                self.log.warning("no driver links: the checkpoint's last submit: %s", exc)
+                found = None
+            job_ref = None if found is None else job_ref_to_dict(found)
+        self._link_driver(context, spec, job_ref)
+        count(spec.job_name, deploy_counts(result))
 
     def _deploy(self, hook: KafkaSparkHook, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.lifecycle.deploy import DeployRequest, deploy_job

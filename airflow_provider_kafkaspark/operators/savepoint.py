@@ -9,7 +9,11 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 
 from airflow_provider_kafkaspark.assets import savepoints_alias
-from airflow_provider_kafkaspark.operators.stop import announce_savepoint, savepoint_outlets
+from airflow_provider_kafkaspark.operators.stop import (
+    announce_savepoint,
+    report_savepoint,
+    savepoint_outlets,
+)
 
 
 class SavepointStreamingJobOperator(BaseOperator):
@@ -24,6 +28,7 @@ class SavepointStreamingJobOperator(BaseOperator):
     ``savepoint_asset(job_name)``, as the stop operator does. Fails without retry before the
     job's first committed batch (`NothingCommittedError`): there is nothing to copy yet.
     ``aws_conn_id``: an ``aws`` connection for a checkpoint or savepoints on S3.
+    Metrics (``operator_metrics.py``): ``savepoints`` and ``savepoint_bytes``.
     """
 
     template_fields: Sequence[str] = ("checkpoint", "job_name", "savepoint_root")
@@ -93,6 +98,8 @@ class SavepointStreamingJobOperator(BaseOperator):
             manifest.savepoint_id,
             manifest.last_committed_batch,
         )
+        # After retention: the count is what the root keeps.
+        report_savepoint(self.savepoint_root, self.job_name, manifest.total_bytes)
         if retention is not None:
             self.log.info(
                 "retention: disposed savepoints %s, restore backups %s",

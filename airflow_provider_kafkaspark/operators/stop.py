@@ -11,6 +11,7 @@ from airflow.sdk import Asset, AssetAlias, BaseOperator, Context
 
 from airflow_provider_kafkaspark.assets import savepoint_asset, savepoints_alias
 from airflow_provider_kafkaspark.core.spec.jobspec import valid_job_name
+from airflow_provider_kafkaspark.links import job_links
 
 if TYPE_CHECKING:
     from airflow.sdk import XComArg
@@ -64,10 +65,16 @@ class StopStreamingJobOperator(BaseOperator):
     as a pending batch: a ``checkpoint``-mode restore runs it again exactly once, an
     ``offsets``-mode restore refuses it. Use it when the restore that follows is in
     ``checkpoint`` mode (a restart window). Ignored for Spark's at-least-once Kafka sink.
+
+    Links from the task instance (``links.py``): the stopped driver's YARN application and
+    its tracking URL (the history server's page, where one is configured), the job's page.
+    Metrics (``operator_metrics.py``): ``stops``; after a savepoint, ``savepoints`` and
+    ``savepoint_bytes``.
     """
 
     template_fields: Sequence[str] = ("checkpoint", "job_name", "savepoint_root", "handle")
     ui_color = "#fdeee8"
+    operator_extra_links = tuple(job_links())
 
     def __init__(
         self,
@@ -113,6 +120,8 @@ class StopStreamingJobOperator(BaseOperator):
         self.poll_interval_s = poll_interval_s
         self.aws_conn_id = aws_conn_id
         self.wait_in_task_s = wait_in_task_s
+        # The driver the handle names, for the links (set once the handle is read).
+        self._driver_ref: JobRef | None = None
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
@@ -137,6 +146,7 @@ class StopStreamingJobOperator(BaseOperator):
         # After rendering, before anything is written: all three are templated.
         ref = self._job_ref()
         self._check_job_name()
+        self._link(context, None)  # the job's page, whatever happens next
         requested_by = self._requested_by(context)
         started = begin_stop(
             self.checkpoint,
@@ -247,6 +257,7 @@ class StopStreamingJobOperator(BaseOperator):
             self.job_name = self.job_name or ref.job_name
         if ref is not None:
             check_ref_names(ref, job_name=self.job_name, checkpoint=self.checkpoint, where=where)
+        self._driver_ref = ref
         return ref
 
     def _requested_by(self, context: Context) -> str:
@@ -271,7 +282,35 @@ class StopStreamingJobOperator(BaseOperator):
         from airflow_provider_kafkaspark.lifecycle.stop import force_stop
 
         force_stop(self.checkpoint, self.drain_timeout_s, ref, self.allow_force_kill)
+        self._count_stop()  # killed, or gone by itself meanwhile: not running either way
         return self._finish(context, None)
+
+    def _count_stop(self) -> None:
+        from airflow_provider_kafkaspark.operator_metrics import count
+
+        count(self.job_name, {"stops": 1})
+
+    def _link(self, context: Context, ref: JobRef | None) -> None:
+        """The links: the job's page, and the stopped driver's pages when `ref` names it."""
+        from airflow_provider_kafkaspark.lifecycle.web_pages import observed_pages
+        from airflow_provider_kafkaspark.links import api_base_url, link_targets, persist_links
+
+        pages = observed_pages(ref, running=False)
+        targets = link_targets(self.job_name, pages, api_base_url(), self.checkpoint)
+        persist_links(context, self, targets)
+
+    def _stopped_driver(self) -> JobRef | None:
+        """The driver the handle named, else the one the checkpoint's last submit records."""
+        from airflow_provider_kafkaspark.errors import KafkaSparkError
+        from airflow_provider_kafkaspark.lifecycle.observe import submitted_ref
+
+        if self._driver_ref is not None:
+            return self._driver_ref
+        try:
+            return submitted_ref(self.checkpoint)
+        except (KafkaSparkError, OSError) as exc:
+            self.log.warning("no driver links: the checkpoint's last submit: %s", exc)
+            return None
 
     def _finish(self, context: Context, stopped: StoppedReport | None) -> dict[str, Any]:
         from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
@@ -298,6 +337,8 @@ class StopStreamingJobOperator(BaseOperator):
                 stopped.last_committed_batch,
                 stopped.clean,
             )
+            self._count_stop()
+        self._link(context, self._stopped_driver())
         if self.take_savepoint:
             manifest = savepoint_after_stop(
                 self.checkpoint, self.savepoint_root, self.job_name, spark_version=SPARK_VERSION
@@ -305,6 +346,7 @@ class StopStreamingJobOperator(BaseOperator):
             result["savepoint"] = manifest.summary()
             result["savepoint_id"] = manifest.savepoint_id
             self.log.info("savepoint %s created", manifest.savepoint_id)
+            report_savepoint(self.savepoint_root, self.job_name, manifest.total_bytes)
             self._announce(
                 context,
                 {
@@ -317,6 +359,17 @@ class StopStreamingJobOperator(BaseOperator):
 
     def _announce(self, context: Context, extra: dict[str, Any]) -> None:
         announce_savepoint(self, context, self.job_name, extra)
+
+
+def report_savepoint(savepoint_root: str, job_name: str, savepoint_bytes: int) -> None:
+    """The savepoint metrics: the new one's size, the job's complete savepoints now."""
+    from airflow_provider_kafkaspark.operator_metrics import count_savepoints, savepoint_gauges
+
+    savepoint_gauges(
+        job_name,
+        savepoints=count_savepoints(savepoint_root, job_name),
+        savepoint_bytes=savepoint_bytes,
+    )
 
 
 def announce_savepoint(

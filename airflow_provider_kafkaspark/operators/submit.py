@@ -7,8 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, Context
 
+from airflow_provider_kafkaspark.links import job_links
+
 if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+    from airflow.sdk.types import RuntimeTaskInstanceProtocol
+
     from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
+    from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
     from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
@@ -56,6 +62,10 @@ class SubmitStreamingJobOperator(BaseOperator):
     :param handover_from: the handle a ``standby=True`` task returned: this submit hands the
         checkpoint over to that standby, when it still runs the same spec, instead of starting
         a driver (else it starts one and stops the standby).
+
+    Links from the task instance (``links.py``): the driver's Spark UI, its YARN application
+    page, the job's page. Metrics (``operator_metrics.py``): ``submits``, ``restarts``.
+    OpenLineage (``lineage.py``): the source topics in, the sink's topic or path out.
     """
 
     template_fields: Sequence[str] = (
@@ -70,6 +80,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         "handover_from",
     )
     ui_color = "#e8f4fd"
+    operator_extra_links = tuple(job_links())
 
     def __init__(
         self,
@@ -130,14 +141,22 @@ class SubmitStreamingJobOperator(BaseOperator):
         self.standby_timeout_s = standby_timeout_s
         self.standby_ready_timeout_s = standby_ready_timeout_s
         self.handover_from = handover_from
+        # The spec a run submitted, on its connection's servers: lineage after the run.
+        self._ran_spec: JobSpec | None = None
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_kafkaspark.airflow_errors import airflow_errors
         from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+        from airflow_provider_kafkaspark.operator_metrics import count, submit_counts
 
         hook = KafkaSparkHook(self.kafka_conn_id, self.spark_conn_id, self.aws_conn_id)
+        self._link_job_page(context)
         with airflow_errors(self.task_id, self.kafka_conn_id), hook.storage():
             handle = self._submit(hook, str(context.get("run_id") or ""))
+            if self._ran_spec is not None:
+                self._link_driver(context, self._ran_spec, handle.get("job_ref"))
+                if not self.standby:
+                    count(self._ran_spec.job_name, submit_counts(handle))
         return {**handle, **self.observed_with()}
 
     def observed_with(self) -> dict[str, Any]:
@@ -147,6 +166,68 @@ class SubmitStreamingJobOperator(BaseOperator):
             "connections": {"kafka_conn_id": self.kafka_conn_id, "aws_conn_id": self.aws_conn_id},
             "savepoint_root": self.savepoint_root or None,
         }
+
+    # -- links, lineage --------------------------------------------------------------------
+
+    def _link_job_page(self, context: Context) -> None:
+        """The job's page, linked before anything can fail: the job is named by the spec."""
+        from airflow_provider_kafkaspark.core.cluster.web_pages import DriverPages
+        from airflow_provider_kafkaspark.errors import InvalidInputError
+        from airflow_provider_kafkaspark.lifecycle.inputs import job_spec_of
+        from airflow_provider_kafkaspark.links import api_base_url, link_targets, persist_links
+
+        try:
+            given = job_spec_of(self.job_spec)
+        except InvalidInputError:
+            return  # the run fails on it, saying why
+        targets = link_targets(
+            given.job_name, DriverPages(), api_base_url(), given.checkpoint_location
+        )
+        persist_links(context, self, targets)
+
+    def _link_driver(self, context: Context, spec: JobSpec, job_ref: Any, **kw: Any) -> None:
+        """All three links, once the driver is known (`job_ref`: a handle's, or None)."""
+        from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_from_dict
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError
+        from airflow_provider_kafkaspark.lifecycle.web_pages import observed_pages
+        from airflow_provider_kafkaspark.links import api_base_url, link_targets, persist_links
+
+        ref: JobRef | None = None
+        try:
+            ref = job_ref_from_dict(job_ref, "handle.job_ref") if job_ref else None
+        except InvalidArgumentError as exc:
+            self.log.warning("no driver links: %s", exc)
+        pages = observed_pages(ref, spec.spark_conf, **kw)
+        targets = link_targets(spec.job_name, pages, api_base_url(), spec.checkpoint_location)
+        persist_links(context, self, targets)
+
+    def _lineage_spec(self) -> tuple[JobSpec, KafkaSparkHook]:
+        from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
+        from airflow_provider_kafkaspark.lifecycle.inputs import job_spec_of
+        from airflow_provider_kafkaspark.lineage import connection_spec
+
+        hook = KafkaSparkHook(self.kafka_conn_id)
+        return self._ran_spec or connection_spec(job_spec_of(self.job_spec), hook), hook
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage[Any, Any]:
+        from airflow_provider_kafkaspark.core.spec.lineage import job_datasets
+        from airflow_provider_kafkaspark.lineage import operator_lineage
+
+        spec, _ = self._lineage_spec()
+        return operator_lineage(job_datasets(spec))
+
+    def get_openlineage_facets_on_complete(
+        self, task_instance: RuntimeTaskInstanceProtocol
+    ) -> OperatorLineage[Any, Any]:
+        """As on start; a pattern source's topics listed, once the run got that far."""
+        from airflow_provider_kafkaspark.core.spec.lineage import job_datasets
+        from airflow_provider_kafkaspark.lineage import listed_topics, operator_lineage
+
+        spec, hook = self._lineage_spec()
+        listed = listed_topics(spec, hook) if self._ran_spec is not None else None
+        return operator_lineage(job_datasets(spec, listed_topics=listed))
+
+    # -- the submit ------------------------------------------------------------------------
 
     def _dag_folder(self) -> str | None:
         import os
@@ -168,11 +249,13 @@ class SubmitStreamingJobOperator(BaseOperator):
             resolve_python_path,
         )
         from airflow_provider_kafkaspark.lifecycle.inputs import job_spec_of, with_connection
+        from airflow_provider_kafkaspark.lineage import on_servers
 
         given = job_spec_of(self.job_spec)
         given = resolve_python_path(given, self._dag_folder())
         check_code_visible(given)
         servers, spec_config = hook.kafka_spec_config()
+        self._ran_spec = on_servers(given, servers)
         backend = self._backend(hook)
         policy = RestartPolicy(
             max_restarts=self.max_restarts,
