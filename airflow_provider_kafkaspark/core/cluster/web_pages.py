@@ -12,7 +12,10 @@ the RM builds it when its proxy runs inside it (the default).
 A driver this host runs (local or standalone client mode): Spark's UI is off for a `local`
 master (`spark/session.py`), and otherwise takes the first free port from `spark.ui.port`
 on, which no one records; so the page is given only when the spec fixes it: the UI on and
-a fixed, non-zero `spark.ui.port`, at `spark.driver.host` (else the driver's host name).
+a fixed, non-zero `spark.ui.port`, at `spark.driver.host` when the spec sets it, else the
+driver's host name. (The UI listens on every interface whatever `spark.driver.bindAddress`
+says, so the host name reaches it from other hosts, where Spark's own `uiWebUrl` names the
+provider's local-mode default, 127.0.0.1.)
 A driver on Kubernetes: its pod's UI is not reachable from outside the cluster without a
 Service or a port-forward; no page.
 """
