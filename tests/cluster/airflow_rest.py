@@ -7,9 +7,9 @@
 
 `run` waits until the DAG is parsed, triggers a run, waits (bounded) for its end, and prints
 one JSON object: the run's id and state, and for each task its state, try number, host name,
-start and end times and returned value (XCom `return_value`). `trigger` prints the new run's
-id; `tasks` the run's tasks as they are now; `wait` what `run` prints, for a run triggered
-before."""
+start and end times, returned value (XCom `return_value`) and extra links (name -> URL).
+`trigger` prints the new run's id; `tasks` the run's tasks as they are now; `wait` what `run`
+prints, for a run triggered before."""
 
 from __future__ import annotations
 
@@ -74,7 +74,13 @@ class AirflowRest:
             }
             if ti.get("state") == "success":
                 tasks[task_id]["value"] = self.xcom(dag_id, run_id, task_id)
+            tasks[task_id]["links"] = self.links(dag_id, run_id, task_id)
         return tasks
+
+    def links(self, dag_id: str, run_id: str, task_id: str) -> dict[str, str | None]:
+        """The task instance's extra links as the UI shows them (name -> URL)."""
+        found = self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/links")
+        return dict(found.get("extra_links") or {})
 
     def xcom(self, dag_id: str, run_id: str, task_id: str) -> Any:
         path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value"

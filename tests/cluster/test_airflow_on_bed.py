@@ -60,6 +60,12 @@ while time.monotonic() < deadline:
     time.sleep(0.2)
 sys.exit("no stop report within 600 s")
 """
+# On the ops host: what a browser following a link gets (redirects followed).
+HTTP_STATUS = """
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=30) as answer:
+    print(answer.status)
+"""
 ADD_PARTITION = """
 import sys
 from confluent_kafka.admin import AdminClient, NewPartitions
@@ -140,6 +146,16 @@ def run_story(
     handle = deployed["handle"]
     assert handle["mode"] == "yarn" and "pid" not in handle
     app_id = handle["job_ref"]["application_id"]
+    # The deploy task instance links to its YARN application's page on the ResourceManager,
+    # to the application's tracking URL (the RM's proxy in front of the driver's Spark UI)
+    # and to the job's page; the first two answer from the ops host, as for a person.
+    links = deploy["tasks"]["deploy"]["links"]
+    rm = handle["job_ref"]["resource_manager"].split(",")[0].rstrip("/")
+    assert links["YARN application"] == f"{rm}/cluster/app/{app_id}", links
+    assert f"/proxy/{app_id}" in str(links["Spark UI"]), links  # the RM's own proxy
+    assert str(links["Streaming job"]).startswith(f"http://airflow:8080/kafkaspark/jobs/{JOB}?")
+    for name in ("YARN application", "Spark UI"):
+        assert stack.python("ops", HTTP_STATUS, str(links[name])).strip() == "200", name
 
     # The driver's container dies on its node; YARN, not an Airflow host, starts it again.
     ref_text = json.dumps(handle["job_ref"])
