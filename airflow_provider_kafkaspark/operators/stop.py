@@ -158,7 +158,8 @@ class StopStreamingJobOperator(BaseOperator):
         )
         if started is None:
             # Nothing runs: perhaps because an earlier try of this task stopped it.
-            return self._finish(context, finished_stop(self.checkpoint, requested_by))
+            earlier = finished_stop(self.checkpoint, requested_by)
+            return self._finish(context, earlier, stopped_now=False)
         request, wait_s = started.request, started.wait_s
         if self.deferrable and self.wait_in_task_s > 0:
             # A driver at a batch boundary answers within seconds: waiting that long here
@@ -312,7 +313,11 @@ class StopStreamingJobOperator(BaseOperator):
             self.log.warning("no driver links: the checkpoint's last submit: %s", exc)
             return None
 
-    def _finish(self, context: Context, stopped: StoppedReport | None) -> dict[str, Any]:
+    def _finish(
+        self, context: Context, stopped: StoppedReport | None, *, stopped_now: bool = True
+    ) -> dict[str, Any]:
+        """The result, the links, the metrics and the savepoint. `stopped_now`: False when
+        the report is an earlier try's (that try counted the stop)."""
         from airflow_provider_kafkaspark.lifecycle.stop import savepoint_after_stop
         from airflow_provider_kafkaspark.versions import SPARK_VERSION
 
@@ -337,7 +342,8 @@ class StopStreamingJobOperator(BaseOperator):
                 stopped.last_committed_batch,
                 stopped.clean,
             )
-            self._count_stop()
+            if stopped_now:
+                self._count_stop()
         self._link(context, self._stopped_driver())
         if self.take_savepoint:
             manifest = savepoint_after_stop(

@@ -152,3 +152,64 @@ def test_a_literal_job_name_emits_on_its_declared_asset() -> None:
     op._announce(cast(Context, {"outlet_events": events}), {"savepoint_id": "sp-1"})
     assert events[savepoint_asset("clicks")].extra == {"savepoint_id": "sp-1"}
     assert isinstance(op.outlets[0], Asset)
+
+
+def test_a_stop_counts_once_and_its_retry_finding_the_job_stopped_counts_no_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    from airflow.sdk.observability import stats
+
+    from airflow_provider_kafkaspark.core.control.reports import StoppedReport
+
+    sent: list[str] = []
+
+    class Recorder:
+        def incr(self, name: str, value: int) -> None:
+            sent.append(name)
+
+    monkeypatch.setattr(stats, "Stats", Recorder())
+    checkpoint = str(tmp_path)
+    control = ControlFolder(checkpoint)
+    lease = Lease.new("job", ttl_ms=60_000)
+    control.acquire_lease(lease)
+
+    def driver() -> None:
+        for _ in range(200):
+            request = control.read_stop_request()
+            if request is not None:
+                control.finish(
+                    lease,
+                    StoppedReport(
+                        stopped_at_ms=request.requested_at_ms + 100,
+                        reason="stop request",
+                        clean=True,
+                        last_planned_batch=1,
+                        last_committed_batch=1,
+                        owner_id=lease.owner_id,
+                        requested_by=request.requested_by,
+                        requested_at_ms=request.requested_at_ms,
+                    ),
+                )
+                return
+            time.sleep(0.05)
+
+    answering = threading.Thread(target=driver)
+    answering.start()
+    op = StopStreamingJobOperator(
+        task_id="stop",
+        checkpoint=checkpoint,
+        job_name="job",
+        savepoint_root=str(tmp_path / "sp"),
+        take_savepoint=False,
+        poll_interval_s=0.1,
+    )
+    ctx = cast(Context, {"run_id": "r1"})
+    assert op.execute(ctx)["stopped"]["clean"] is True
+    answering.join(10)
+    assert sent == ["kafkaspark.job.stops"]
+    again = op.execute(ctx)  # a retry of the same run: its earlier try's report
+    assert again["stopped"]["clean"] is True
+    assert sent == ["kafkaspark.job.stops"]
