@@ -54,6 +54,8 @@ def test_airflow_providers_get_shows_modules_and_the_asset_scheme(tmp_path: Path
         "airflow_provider_kafkaspark.triggers.watch",
     } <= modules
     assert info["notifications"] == ["airflow_provider_kafkaspark.notifiers.LogNotifier"]
+    # The links of task instances, by class, as the api-server looks them up.
+    assert "airflow_provider_kafkaspark.links.YarnApplicationLink" in info["extra-links"]
     # Airflow checks a kafkaspark:// URI with the registered handler when an Asset is made.
     check = subprocess.run(
         [
