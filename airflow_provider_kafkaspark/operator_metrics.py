@@ -16,6 +16,7 @@ sees those. A metrics call never raises: a deployment's metrics must not fail a 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Mapping
@@ -24,13 +25,20 @@ from typing import Any, Literal
 log = logging.getLogger(__name__)
 
 PREFIX = "kafkaspark"
-# StatsD names take letters, digits, `_`, `-` and `.`; a `.` in a job name would add a
-# level to the name, so it becomes `_` too.
+# The job's part of a name as the job watcher's metrics name it (`metrics.stat_part`), so
+# that one job's metrics share one name level: StatsD names take letters, digits, `_`, `-`
+# and `.`; a `.` in a job name would add a level, so it becomes `_` too; a long name keeps
+# its start and a digest of the whole (Airflow drops a name over 250 characters).
+MAX_JOB_CHARS = 60
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def stat_job(job_name: str) -> str:
-    return _NOT_IN_NAME.sub("_", job_name) or "_"
+    cleaned = _NOT_IN_NAME.sub("_", job_name) or "_"
+    if len(cleaned) <= MAX_JOB_CHARS:
+        return cleaned
+    digest = hashlib.sha256(job_name.encode()).hexdigest()[:8]
+    return f"{cleaned[: MAX_JOB_CHARS - 9]}_{digest}"
 
 
 def stat_name(job_name: str, metric: str) -> str:

@@ -12,6 +12,7 @@ from airflow_provider_kafkaspark.operator_metrics import (
     count,
     deploy_counts,
     savepoint_gauges,
+    stat_job,
     stat_name,
     submit_counts,
 )
@@ -20,6 +21,10 @@ from airflow_provider_kafkaspark.operator_metrics import (
 def test_a_job_name_is_one_level_of_the_stat_name() -> None:
     assert stat_name("ip_count", "savepoints") == "kafkaspark.ip_count.savepoints"
     assert stat_name("ip.count-2", "restarts") == "kafkaspark.ip_count-2.restarts"
+    # A long name keeps its start and a digest of the whole: two long names stay apart.
+    long_a, long_b = "a" * 90 + "x", "a" * 90 + "y"
+    assert len(stat_job(long_a)) == 60 and stat_job(long_a).startswith("a" * 51 + "_")
+    assert stat_job(long_a) != stat_job(long_b)
 
 
 def test_a_submit_counts_a_start_and_a_replaced_driver_as_a_restart() -> None:
