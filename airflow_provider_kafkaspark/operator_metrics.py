@@ -10,35 +10,27 @@ OpenTelemetry, as `[metrics]` configures the deployment; nothing when it configu
                                                 savepoint root, after a savepoint
     kafkaspark.<job>.savepoint_bytes   gauge    the size of the savepoint just taken
 
-Restarts of a driver by its own supervisor or by YARN happen between tasks; the job watcher
-sees those. A metrics call never raises: a deployment's metrics must not fail a job's task.
+Restarts of a driver by its own restart policy (the local supervisor, YARN's attempts, the
+Kubernetes Job) happen between tasks, where no operator sees them: they are not counted here
+(the local supervisor records its `attempt` in the control folder's `supervisor.json`,
+`kafkaspark job status` shows a YARN application's attempts). A metrics
+call never raises: a deployment's metrics must not fail a job's task.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-log = logging.getLogger(__name__)
+from airflow_provider_kafkaspark.metrics import MAX_JOB_CHARS, PREFIX, stat_part, stat_tag
 
-PREFIX = "kafkaspark"
-# The job's part of a name as the job watcher's metrics name it (`metrics.stat_part`), so
-# that one job's metrics share one name level: StatsD names take letters, digits, `_`, `-`
-# and `.`; a `.` in a job name would add a level, so it becomes `_` too; a long name keeps
-# its start and a digest of the whole (Airflow drops a name over 250 characters).
-MAX_JOB_CHARS = 60
-_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_-]")
+log = logging.getLogger(__name__)
 
 
 def stat_job(job_name: str) -> str:
-    cleaned = _NOT_IN_NAME.sub("_", job_name) or "_"
-    if len(cleaned) <= MAX_JOB_CHARS:
-        return cleaned
-    digest = hashlib.sha256(job_name.encode()).hexdigest()[:8]
-    return f"{cleaned[: MAX_JOB_CHARS - 9]}_{digest}"
+    """The job's level of a name, as the watcher's metrics (`metrics.py`) name it."""
+    return stat_part(job_name, MAX_JOB_CHARS)
 
 
 def stat_name(job_name: str, metric: str) -> str:
@@ -67,22 +59,25 @@ def deploy_counts(result: Mapping[str, Any]) -> dict[str, int]:
     return {}
 
 
-def _send(kind: Literal["incr", "gauge"], name: str, value: int) -> None:
-    """One metric through Airflow's stats client; a failure is logged, never raised."""
+def _send(kind: Literal["incr", "gauge"], job_name: str, metric: str, value: int) -> None:
+    """One metric through Airflow's stats client, tagged with the job as the watcher's are
+    (StatsD drops tags unless InfluxDB tags are on); a failure is logged, never raised."""
+    name = stat_name(job_name, metric)
+    tags = {"job": stat_tag(job_name)}
     try:
         from airflow.sdk.observability.stats import Stats
 
         if kind == "incr":
-            Stats.incr(name, value)
+            Stats.incr(name, value, tags=tags)
         else:
-            Stats.gauge(name, value)
+            Stats.gauge(name, value, tags=tags)
     except Exception as exc:  # noqa: BLE001 - metrics never fail a task
         log.warning("metric %s not sent: %s", name, exc)
 
 
 def count(job_name: str, counts: Mapping[str, int]) -> None:
     for metric, value in counts.items():
-        _send("incr", stat_name(job_name, metric), value)
+        _send("incr", job_name, metric, value)
 
 
 def savepoint_gauges(job_name: str, *, savepoints: int | None, savepoint_bytes: int) -> None:
@@ -91,7 +86,7 @@ def savepoint_gauges(job_name: str, *, savepoints: int | None, savepoint_bytes: 
     if savepoints is not None:
         gauges["savepoints"] = savepoints
     for metric, value in gauges.items():
-        _send("gauge", stat_name(job_name, metric), value)
+        _send("gauge", job_name, metric, value)
 
 
 def count_savepoints(savepoint_root: str, job_name: str) -> int | None:

@@ -51,10 +51,12 @@ class Recorder:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str, float]] = []
 
-    def incr(self, name: str, value: int) -> None:
+    def incr(self, name: str, value: int, *, tags: dict[str, str]) -> None:
+        assert tags == {"job": name.split(".")[1]}
         self.sent.append(("incr", name, value))
 
-    def gauge(self, name: str, value: float) -> None:
+    def gauge(self, name: str, value: float, *, tags: dict[str, str]) -> None:
+        assert tags == {"job": name.split(".")[1]}
         self.sent.append(("gauge", name, value))
 
 
@@ -80,7 +82,7 @@ def test_a_failing_stats_client_never_fails_the_task(
     from airflow.sdk.observability import stats
 
     class Broken:
-        def incr(self, name: str, value: int) -> None:
+        def incr(self, name: str, value: int, *, tags: dict[str, str]) -> None:
             raise OSError("statsd host does not resolve")
 
     monkeypatch.setattr(stats, "Stats", Broken())

@@ -167,7 +167,7 @@ def test_a_stop_counts_once_and_its_retry_finding_the_job_stopped_counts_no_seco
     sent: list[str] = []
 
     class Recorder:
-        def incr(self, name: str, value: int) -> None:
+        def incr(self, name: str, value: int, **tags: object) -> None:
             sent.append(name)
 
     monkeypatch.setattr(stats, "Stats", Recorder())
