@@ -32,4 +32,7 @@ def _tracking_url(ref: YarnJobRef) -> str | None:
     except (KafkaSparkError, OSError) as exc:
         log.info("no tracking URL for %s from its ResourceManager: %s", ref.application_id, exc)
         return None
+    except Exception as exc:  # noqa: BLE001 - a link never fails the task that made the job
+        log.warning("no tracking URL for %s: %r", ref.application_id, exc)
+        return None
     return url if isinstance(url, str) else None
