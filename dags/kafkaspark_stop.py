@@ -29,4 +29,5 @@ with DAG(
         checkpoint=settings.checkpoint,
         job_name=settings.job_name,
         savepoint_root=settings.savepoints,
+        wait_in_task_s=settings.stop_wait_in_task_s or 0,
     )

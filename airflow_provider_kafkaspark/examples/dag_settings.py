@@ -27,6 +27,9 @@ local stack (`make demo`), in tests, and on a real deployment.
                             day; "none": manual runs only)
     KAFKASPARK_WATCH_MAX_LAG_RECORDS / KAFKASPARK_WATCH_MAX_COMMIT_AGE_S
                             the watcher's SLOs (default 10000 records and 300 s; "none" drops one)
+    KAFKASPARK_STOP_WAIT_IN_TASK_S
+                            how long the stop DAG's task waits for the driver before it
+                            defers to the triggerer (default 10; "none": defers at once)
     KAFKASPARK_UPGRADE_TRANSFORMATION / KAFKASPARK_UPGRADE_PYTHON_PATH
                             the transformation (`module:function`) and the folders holding it
                             that the restart window upgrades the job to; default: none, the
@@ -79,6 +82,8 @@ class ExampleSettings:
     watch_schedule: str | None = "@daily"
     watch_max_lag_records: int | None = 10_000
     watch_max_commit_age_s: float | None = 300.0
+    # The stop DAG's in-task wait before it defers (None: defer at once).
+    stop_wait_in_task_s: float | None = 10.0
 
     @property
     def checkpoint(self) -> str:
@@ -154,6 +159,7 @@ def example_settings() -> ExampleSettings:
         watch_schedule=_schedule("KAFKASPARK_WATCH_SCHEDULE", "@daily"),
         watch_max_lag_records=_number("KAFKASPARK_WATCH_MAX_LAG_RECORDS", int, 10_000),
         watch_max_commit_age_s=_number("KAFKASPARK_WATCH_MAX_COMMIT_AGE_S", float, 300.0),
+        stop_wait_in_task_s=_number("KAFKASPARK_STOP_WAIT_IN_TASK_S", float, 10.0),
     )
 
 

@@ -95,6 +95,8 @@ def run_faults(
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
             "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "15",
+            # Scenario 4 powers the triggerer off under a deferred stop: defer at once.
+            "KAFKASPARK_STOP_WAIT_IN_TASK_S": "none",
         },
     )
     airflow.start_core()

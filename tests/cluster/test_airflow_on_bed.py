@@ -130,10 +130,6 @@ def run_story(
         figures.setdefault(f"{dag_id}_run_s", []).append(round(run["seconds"], 1))
         return run
 
-    def trigger_logs(task_id: str) -> list[Path]:
-        """Logs the triggerer host wrote for `task_id`'s deferrals (none elsewhere)."""
-        return list(bed.folder("triggerer").rglob(f"task_id={task_id}/*trigger*"))
-
     events = list(generate_events(6_000, seed=61))
     first, during_window, during_maintenance = events[:3_000], events[3_000:4_500], events[4_500:]
     stack.produce("ops", SOURCE, first)
@@ -217,7 +213,8 @@ def run_story(
     # down, the reconcile reports it, and the deploy brings the job back to read it.
     stopped = dag_run("kafkaspark_stop")["tasks"]["stop_with_savepoint"]
     assert stopped["hostname"] == "worker2" and stopped["value"]["stopped"]["clean"] is True
-    assert trigger_logs("stop_with_savepoint")  # the stop waited in the triggerer
+    # The stop ends in its task when the driver answers within its in-task wait (10 s), or
+    # in the triggerer after; the deferred stop across hosts is test_airflow_faults_on_bed's.
     restored_ref = json.dumps(restored["job_ref"])
     wait("the application's end", lambda: status(restored_ref)["state"] == "FINISHED", 120)
     stack.python("ops", ADD_PARTITION, bootstrap, SOURCE, "5")
