@@ -34,6 +34,7 @@ from airflow_provider_kafkaspark.core.health.watch import (
 )
 from airflow_provider_kafkaspark.core.spec.xcom_values import parse_batch_id
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
+from airflow_provider_kafkaspark.sensors.poll_interval import with_poll_interval
 
 if TYPE_CHECKING:
     from airflow.sdk import XComArg
@@ -106,13 +107,7 @@ class StreamingHealthSensor(BaseSensorOperator):
         aws_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
-        if poll_interval_s is not None:
-            if "poke_interval" in kwargs and kwargs["poke_interval"] != poll_interval_s:
-                raise InvalidArgumentError(
-                    f"{kwargs.get('task_id')}: poll_interval_s and poke_interval differ; give one"
-                )
-            kwargs["poke_interval"] = poll_interval_s
-        kwargs.setdefault("poke_interval", _DEFAULT_POLL_S)
+        with_poll_interval(kwargs, poll_interval_s, _DEFAULT_POLL_S)
         super().__init__(**kwargs)
         if not checkpoint and handle is None:
             raise InvalidArgumentError(
