@@ -32,9 +32,9 @@ from airflow_provider_kafkaspark.core.health.watch import (
     HealthWatch,
     WatchDecision,
 )
+from airflow_provider_kafkaspark.core.spec.args import with_poll_interval
 from airflow_provider_kafkaspark.core.spec.xcom_values import parse_batch_id
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
-from airflow_provider_kafkaspark.sensors.poll_interval import with_poll_interval
 
 if TYPE_CHECKING:
     from airflow.sdk import XComArg

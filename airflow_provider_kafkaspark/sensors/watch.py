@@ -33,10 +33,10 @@ from airflow_provider_kafkaspark.core.health.slo_watch import (
     job_name_of,
     watch_summary,
 )
+from airflow_provider_kafkaspark.core.spec.args import with_poll_interval
 from airflow_provider_kafkaspark.core.spec.xcom_values import parse_batch_id
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 from airflow_provider_kafkaspark.notifiers import ALERT_KEY, JOB_KEY
-from airflow_provider_kafkaspark.sensors.poll_interval import with_poll_interval
 
 if TYPE_CHECKING:
     from airflow.sdk import XComArg

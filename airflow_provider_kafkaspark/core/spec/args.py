@@ -5,6 +5,7 @@ a comparison deep inside."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from airflow_provider_kafkaspark.errors import InvalidArgumentError
 
@@ -30,3 +31,19 @@ def non_negative_int(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidArgumentError(f"{name} must be an int >= 0, got {_shown(value)}")
     return value
+
+
+def with_poll_interval(
+    kwargs: dict[str, Any], poll_interval_s: float | None, default_s: float
+) -> dict[str, Any]:
+    """A sensor's keyword arguments with Airflow's `poke_interval` set from
+    `poll_interval_s`, the sensors' other name for it (their triggers poll at the same
+    interval); both given and different is refused."""
+    if poll_interval_s is not None:
+        if "poke_interval" in kwargs and kwargs["poke_interval"] != poll_interval_s:
+            raise InvalidArgumentError(
+                f"{kwargs.get('task_id')}: poll_interval_s and poke_interval differ; give one"
+            )
+        kwargs["poke_interval"] = poll_interval_s
+    kwargs.setdefault("poke_interval", default_s)
+    return kwargs
