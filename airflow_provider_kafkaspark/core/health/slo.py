@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, cast
 
-from airflow_provider_kafkaspark.core.kafka.offsets import TopicOffsets, total_records
+from airflow_provider_kafkaspark.core.kafka.offsets import TopicOffsets, records_by_topic
 from airflow_provider_kafkaspark.core.spec.args import positive_number
 from airflow_provider_kafkaspark.errors import InvalidArgumentError, InvalidInputError
 
@@ -133,10 +133,7 @@ class SloFacts:
 def lag_by_topic(committed: TopicOffsets, end: TopicOffsets) -> dict[str, int]:
     """Records not yet read per topic, over the partitions the checkpoint has committed
     (where an uncommitted partition starts is up to `startingOffsets`, unknown here)."""
-    return {
-        topic: total_records({topic: partitions}, end)
-        for topic, partitions in sorted(committed.items())
-    }
+    return records_by_topic(committed, end)
 
 
 @dataclass(frozen=True)

@@ -97,3 +97,14 @@ def total_records(
     """Records between two positions, over the partitions both know (negative spans count 0)."""
     a, b = flatten(start), flatten(end)
     return sum(max(0, b[tp] - a[tp]) for tp in a.keys() & b.keys())
+
+
+def records_by_topic(
+    start: Mapping[str, Mapping[int, int]], end: Mapping[str, Mapping[int, int]]
+) -> dict[str, int]:
+    """`total_records` per topic of `start` (a checkpoint's committed offsets: its lag per
+    topic, where `end` is Kafka's end offsets), topics in order."""
+    return {
+        topic: total_records({topic: partitions}, end)
+        for topic, partitions in sorted(start.items())
+    }

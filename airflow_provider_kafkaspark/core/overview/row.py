@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_kafkaspark.core.control.requests import start_pending
-from airflow_provider_kafkaspark.core.kafka.offsets import TopicOffsets
+from airflow_provider_kafkaspark.core.kafka.offsets import records_by_topic
 from airflow_provider_kafkaspark.core.overview.facts import JobFacts, SavepointFacts
 
 # Batches of the chart: the driver keeps its last `progress_batches` (20 by default).
@@ -184,15 +184,7 @@ def lag_by_topic(facts: JobFacts) -> tuple[dict[str, int] | None, str | None]:
         return None, "no batch committed yet"
     if facts.end_offsets is None:
         return None, "Kafka was not asked"
-    return topic_lag(facts.committed_offsets, facts.end_offsets), None
-
-
-def topic_lag(committed: TopicOffsets, end: TopicOffsets) -> dict[str, int]:
-    lag: dict[str, int] = {}
-    for topic, partitions in sorted(committed.items()):
-        ends = end.get(topic, {})
-        lag[topic] = sum(max(0, ends[p] - offset) for p, offset in partitions.items() if p in ends)
-    return lag
+    return records_by_topic(facts.committed_offsets, facts.end_offsets), None
 
 
 def batch_points(facts: JobFacts) -> tuple[BatchPoint, ...]:

@@ -20,7 +20,6 @@ from airflow_provider_kafkaspark.core.overview.row import (
     STOPPED,
     UNREADABLE,
     job_row,
-    topic_lag,
 )
 from tests.unit.airflow_helpers import T0, lease
 
@@ -82,7 +81,6 @@ def test_an_unreadable_control_folder_says_so_and_why() -> None:
 def test_lag_per_topic_over_the_committed_partitions() -> None:
     committed = {"a": {0: 10, 1: 5}, "b": {0: 0}}
     end = {"a": {0: 15, 1: 5, 2: 99}, "b": {0: 3}}
-    assert topic_lag(committed, end) == {"a": 5, "b": 3}
     row = job_row(facts(latest_committed=3, committed_offsets=committed, end_offsets=end))
     assert row.lag == {"a": 5, "b": 3} and row.lag_total == 8
 
