@@ -55,7 +55,7 @@ def observe_job(job: KnownJob, kafka: KafkaFacade | None) -> JobFacts:
     commit_age_ms = None
     if position is not None and position.latest_committed is not None:
         latest = position.latest_committed
-        commit_age_ms = attempt("checkpoint", lambda: _commit_age_ms(job.checkpoint, latest))
+        commit_age_ms = attempt("checkpoint", lambda: _commit_age_ms(reader, latest))
     committed: TopicOffsets = position.committed_offsets if position is not None else {}
     end_offsets = None
     if kafka is not None and committed:
@@ -83,9 +83,9 @@ def observe_job(job: KnownJob, kafka: KafkaFacade | None) -> JobFacts:
     )
 
 
-def _commit_age_ms(checkpoint: str, batch_id: int) -> int | None:
+def _commit_age_ms(reader: CheckpointReader, batch_id: int) -> int | None:
     """How long ago the storage wrote the commit of `batch_id`, by the storage's clock."""
-    location = CheckpointReader(checkpoint).location
+    location = reader.location
     found = conditional_files(location).read(location.path("commits", str(batch_id)))
     return None if found is None else found.age_ms
 

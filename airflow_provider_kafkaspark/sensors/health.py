@@ -142,21 +142,15 @@ class StreamingHealthSensor(BaseSensorOperator):
     def apply_handle(self) -> None:
         """Take the checkpoint and since_batch from `handle` where not given (after
         rendering); a handle without a checkpoint fails the task naming it."""
-        from airflow_provider_kafkaspark.core.spec.xcom_values import parse_mapping
+        from airflow_provider_kafkaspark.core.spec.xcom_values import submit_handle
 
-        where = f"{self.task_id}.handle"
         try:
-            handle = parse_mapping(self.handle, where, "the submit operator's output (a dict)")
+            handle, self.checkpoint = submit_handle(
+                self.handle, self.checkpoint, f"{self.task_id}.handle"
+            )
         except InvalidInputError as exc:
             raise AirflowFailException(str(exc)) from exc
-        if handle is None:
-            return
-        if not self.checkpoint:
-            checkpoint = handle.get("checkpoint")
-            if not isinstance(checkpoint, str) or not checkpoint:
-                raise AirflowFailException(f"{where}: no checkpoint in it; give checkpoint")
-            self.checkpoint = checkpoint
-        if self.since_batch is None:
+        if handle is not None and self.since_batch is None:
             self.since_batch = handle.get("since_batch")
 
     def resolved_since(self) -> tuple[int | None, int | None]:

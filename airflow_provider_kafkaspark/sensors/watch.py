@@ -173,17 +173,12 @@ class StreamingWatchSensor(BaseSensorOperator):
     def apply_handle(self) -> None:
         """Take the checkpoint, job name and since_batch from `handle` where not given (after
         rendering); the job name falls back to the checkpoint's folder."""
-        from airflow_provider_kafkaspark.core.spec.xcom_values import parse_mapping
+        from airflow_provider_kafkaspark.core.spec.xcom_values import submit_handle
 
         where = f"{self.task_id}.handle"
         try:
-            handle = parse_mapping(self.handle, where, "the submit operator's output (a dict)")
+            handle, self.checkpoint = submit_handle(self.handle, self.checkpoint, where)
             if handle is not None:
-                if not self.checkpoint:
-                    checkpoint = handle.get("checkpoint")
-                    if not isinstance(checkpoint, str) or not checkpoint:
-                        raise InvalidInputError(f"{where}: no checkpoint in it; give checkpoint")
-                    self.checkpoint = checkpoint
                 if not self.job_name and isinstance(handle.get("job_name"), str):
                     self.job_name = handle["job_name"]
                 self.since_batch = parse_batch_id(handle.get("since_batch"), f"{where}.since_batch")

@@ -71,3 +71,16 @@ def parse_mapping(value: object, what: str, expected: str) -> dict[str, Any] | N
         if parsed is None:
             return None
     raise InvalidInputError(f"{what} must be {expected}, got {type(value).__name__}")
+
+
+def submit_handle(value: object, checkpoint: str, where: str) -> tuple[dict[str, Any] | None, str]:
+    """(the handle, the checkpoint) of a sensor given the submit operator's output: the
+    checkpoint given wins, else the handle's; a handle without one, when none was given, is
+    refused naming `where`. No handle: (None, the checkpoint given)."""
+    handle = parse_mapping(value, where, "the submit operator's output (a dict)")
+    if handle is None or checkpoint:
+        return handle, checkpoint
+    found = handle.get("checkpoint")
+    if not isinstance(found, str) or not found:
+        raise InvalidInputError(f"{where}: no checkpoint in it; give checkpoint")
+    return handle, found

@@ -94,19 +94,24 @@ def chart_dots(
 ) -> list[tuple[str, str]]:
     """The points of `sparkline_points` as (x, y) pairs, drawn as dots: a single batch has a
     value but no line."""
-    pairs = [point.split(",", 1) for point in sparkline_points(values, width, height).split()]
-    return [(x, y) for x, y in pairs]
+    return [(f"{x:.1f}", f"{y:.1f}") for x, y in _chart_points(values, width, height)]
 
 
 def sparkline_points(
     values: Sequence[float | None], width: int = CHART_WIDTH, height: int = CHART_HEIGHT
 ) -> str:
     """SVG polyline points for `values`, scaled to the box (None and NaN are left out)."""
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in _chart_points(values, width, height))
+
+
+def _chart_points(
+    values: Sequence[float | None], width: int, height: int
+) -> list[tuple[float, float]]:
     known = [
         (i, float(v)) for i, v in enumerate(values) if v is not None and not math.isnan(float(v))
     ]
     if not known:
-        return ""
+        return []
     top = max(v for _, v in known) or 1.0
     step = width / max(1, len(values) - 1)
-    return " ".join(f"{i * step:.1f},{height - 2 - (v / top) * (height - 4):.1f}" for i, v in known)
+    return [(i * step, height - 2 - (v / top) * (height - 4)) for i, v in known]
