@@ -69,10 +69,13 @@ def job_gauge_values(
     lag_by_topic: Mapping[str, int] | None,
     seconds_since_commit: float | None,
     batch_duration_ms: int | None,
+    lag_commit_failures: int | None = None,
 ) -> list[Metric]:
     """The gauges of one job at one moment (unknown figures are left out, not sent as 0):
     `kafkaspark.<job>.lag_records.<topic>`, `kafkaspark.<job>.lag_records` (their sum),
-    `kafkaspark.<job>.seconds_since_commit`, `kafkaspark.<job>.batch_duration_ms`."""
+    `kafkaspark.<job>.seconds_since_commit`, `kafkaspark.<job>.batch_duration_ms`,
+    `kafkaspark.<job>.lag_commit_failures` (the driver's lag commits failed in a row: 0 while
+    the lag group follows the job)."""
     job = {"job": stat_tag(job_name)}
     found: list[Metric] = []
     if lag_by_topic is not None:
@@ -89,6 +92,10 @@ def job_gauge_values(
         found.append(Metric(_name(job_name, "seconds_since_commit"), seconds_since_commit, job))
     if batch_duration_ms is not None:
         found.append(Metric(_name(job_name, "batch_duration_ms"), float(batch_duration_ms), job))
+    if lag_commit_failures is not None:
+        found.append(
+            Metric(_name(job_name, "lag_commit_failures"), float(lag_commit_failures), job)
+        )
     return found
 
 
@@ -110,6 +117,7 @@ def job_gauges(
     lag_by_topic: dict[str, int] | None,
     seconds_since_commit: float | None,
     batch_duration_ms: int | None,
+    lag_commit_failures: int | None = None,
 ) -> None:
     """Emit the job's gauges (see `job_gauge_values`); never raises."""
     gauges(
@@ -118,6 +126,7 @@ def job_gauges(
             lag_by_topic=lag_by_topic,
             seconds_since_commit=seconds_since_commit,
             batch_duration_ms=batch_duration_ms,
+            lag_commit_failures=lag_commit_failures,
         )
     )
 

@@ -233,7 +233,7 @@ class StreamingWatchSensor(BaseSensorOperator):
             emit_metrics(self.job_name, watch, inputs)
         if step.state == "watching":
             if self._status is not None:
-                self._status.watching(step)
+                self._status.watching(step, inputs.lag_commits_failing)
             result = PokeReturnValue(False)
         else:
             result = self._act(context, step.state, step.reason, step.alert, watch.state, watched_s)

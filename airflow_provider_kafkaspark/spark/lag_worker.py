@@ -7,6 +7,12 @@ broker was down; once the driver hung instead. Lag commits are for monitoring on
 never stop the query, so the admin client lives in a spawned child: if it dies or stops
 answering, the commit counts as failed, the child is replaced on the next commit, and the
 driver goes on.
+
+A commit the child answers with an error counts too: after `REPLACE_AFTER_FAILURES` failures
+in a row, of any kind, the child (and its client) is replaced. librdkafka's admin client keeps
+the group coordinator it found; when the coordinator moves (a broker restarted, its leadership
+of `__consumer_offsets` handed back), every commit through the old client was answered
+`NOT_COORDINATOR` for as long as the driver ran, while a new client committed at once.
 """
 
 from __future__ import annotations
@@ -25,6 +31,13 @@ log = logging.getLogger("kafkaspark.progress")
 # The child's answer may take the facade's two steps (partition check, commit), each within
 # its timeout; beyond this it is stuck and gets replaced.
 _ANSWER_GRACE_S = 10.0
+# One failure may be the moment a coordinator moves; a second in a row replaces the client.
+REPLACE_AFTER_FAILURES = 2
+
+
+def replace_client(consecutive_failures: int) -> bool:
+    """Whether the child answering with errors gets replaced before the next commit."""
+    return consecutive_failures >= REPLACE_AFTER_FAILURES
 
 
 class LagCommitError(KafkaSparkError):
@@ -62,6 +75,7 @@ class LagCommitProcess:
         self._process: Any = None
         self._conn: Connection | None = None
         self.restarts = 0
+        self.failures_in_a_row = 0
 
     def _start(self) -> Connection:
         if self._process is not None:
@@ -98,6 +112,7 @@ class LagCommitProcess:
             conn.send((group_id, offsets))
             if not conn.poll(2 * self._timeout_s + _ANSWER_GRACE_S):
                 self._discard()
+                self.failures_in_a_row += 1
                 raise LagCommitError(
                     f"the lag commit process gave no answer within "
                     f"{2 * self._timeout_s + _ANSWER_GRACE_S:g}s; replaced"
@@ -105,12 +120,22 @@ class LagCommitProcess:
             answer = conn.recv()
         except (EOFError, OSError) as exc:
             code = self._discard()
+            self.failures_in_a_row += 1
             raise LagCommitError(
                 f"the lag commit process died (exit code {code}); it is restarted on the "
                 f"next commit"
             ) from exc
-        if answer is not None:
-            raise LagCommitError(str(answer))
+        if answer is None:
+            self.failures_in_a_row = 0
+            return
+        self.failures_in_a_row += 1
+        if replace_client(self.failures_in_a_row):
+            self._discard()
+            raise LagCommitError(
+                f"{answer} ({self.failures_in_a_row} failures in a row: a new client makes "
+                f"the next commit)"
+            )
+        raise LagCommitError(str(answer))
 
     def close(self) -> None:
         if self._conn is not None and self._process is not None and self._process.is_alive():

@@ -62,6 +62,10 @@ class LagCommitter:
         self.ok = 0
         self.failed = 0
         self.last_error: str | None = None
+        # When the current run of failures began (the driver's clock), None while commits
+        # succeed: what progress.json, the jobs view and the watcher's gauge show.
+        self.failing_since_ms: int | None = None
+        self.failures_in_a_row = 0
         self.last_committed: ControlOffsets = {}
         self.commit_ms: deque[float] = deque(maxlen=1000)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkaspark-lag")
@@ -79,13 +83,29 @@ class LagCommitter:
         except Exception as exc:  # noqa: BLE001 - monitoring only: never fail the query
             with self._lock:
                 self.failed += 1
+                self.failures_in_a_row += 1
                 self.last_error = str(exc)
+                if self.failing_since_ms is None:
+                    self.failing_since_ms = now_ms()
             log.warning(
-                "lag commit to group %s failed (%d so far): %s", self.group, self.failed, exc
+                "lag commit to group %s failed (%d in a row, %d so far): %s",
+                self.group,
+                self.failures_in_a_row,
+                self.failed,
+                exc,
             )
             return False
         with self._lock:
+            if self.failing_since_ms is not None:
+                log.info(
+                    "lag commits to group %s resumed after %d failures in a row",
+                    self.group,
+                    self.failures_in_a_row,
+                )
             self.ok += 1
+            self.failures_in_a_row = 0
+            self.failing_since_ms = None
+            self.last_error = None
             self.last_committed = offsets
             self.commit_ms.append((time.perf_counter() - started) * 1000)
         return True
@@ -166,6 +186,9 @@ class ProgressListener(StreamingQueryListener):
                     batches=tuple(self.batches),
                     lag_commits_ok=self.lag.ok if self.lag else 0,
                     lag_commits_failed=self.lag.failed if self.lag else 0,
+                    lag_commits_failing_since_ms=self.lag.failing_since_ms if self.lag else None,
+                    lag_commit_failures_in_a_row=self.lag.failures_in_a_row if self.lag else 0,
+                    lag_commit_error=self.lag.last_error if self.lag else None,
                 )
             )
         except Exception as exc:  # noqa: BLE001 - a progress file must never stop the query

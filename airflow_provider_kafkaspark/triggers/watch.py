@@ -156,7 +156,7 @@ class StreamingWatchTrigger(BaseTrigger):
             if step.state == "alert":
                 self.log.info("watch of %s: %s", self.job_name, step.reason)
                 return self._event("alert", step.reason, watch, started, step.alert)
-            status.watching(step)
+            status.watching(step, inputs.lag_commits_failing)
             remaining = self.timeout_s - self.watched_s - (time.monotonic() - started)
             if remaining <= 0:
                 reason = (
@@ -199,15 +199,19 @@ class StatusLog:
     def __init__(self, log: Log, job_name: str) -> None:
         self.log = log
         self.job_name = job_name
-        self.phase: str | None = None
+        self.phase: tuple[str, bool] | None = None
         self.at = 0.0
 
-    def watching(self, step: WatchStep) -> None:
-        if step.phase != self.phase or time.monotonic() - self.at >= _LOG_EVERY_S:
-            self.log.info("watch of %s: %s", self.job_name, step.reason)
-            self.phase, self.at = step.phase, time.monotonic()
+    def watching(self, step: WatchStep, lag_commits_failing: str | None = None) -> None:
+        """`lag_commits_failing`: the driver's lag commits failing, said with each line (the
+        lag Kafka's tools show is then not the job's)."""
+        reason = f"{step.reason}; {lag_commits_failing}" if lag_commits_failing else step.reason
+        phase = (step.phase, lag_commits_failing is not None)
+        if phase != self.phase or time.monotonic() - self.at >= _LOG_EVERY_S:
+            self.log.info("watch of %s: %s", self.job_name, reason)
+            self.phase, self.at = phase, time.monotonic()
         else:
-            self.log.debug("watch of %s: %s", self.job_name, step.reason)
+            self.log.debug("watch of %s: %s", self.job_name, reason)
 
 
 def emit_metrics(job_name: str, watch: SloWatch, inputs: WatcherInputs) -> None:
@@ -218,5 +222,6 @@ def emit_metrics(job_name: str, watch: SloWatch, inputs: WatcherInputs) -> None:
         lag_by_topic=inputs.lag_by_topic,
         seconds_since_commit=state.seconds_since_commit(now_ms()),
         batch_duration_ms=inputs.batch_duration_ms,
+        lag_commit_failures=inputs.lag_commit_failures,
     )
     metrics.slo_breached(job_name, in_breach=state.breached)

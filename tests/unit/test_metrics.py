@@ -59,6 +59,7 @@ def test_job_gauges_names_values_and_tags() -> None:
         lag_by_topic={"events.eu": 7, "clicks": 3},
         seconds_since_commit=12.5,
         batch_duration_ms=830,
+        lag_commit_failures=2,
     )
     assert [(m.name, m.value) for m in found] == [
         ("kafkaspark.ip_count.lag_records.clicks", 3.0),
@@ -66,6 +67,7 @@ def test_job_gauges_names_values_and_tags() -> None:
         ("kafkaspark.ip_count.lag_records", 10.0),
         ("kafkaspark.ip_count.seconds_since_commit", 12.5),
         ("kafkaspark.ip_count.batch_duration_ms", 830.0),
+        ("kafkaspark.ip_count.lag_commit_failures", 2.0),
     ]
     assert found[1].tags == {"job": "ip_count", "topic": "events.eu"}
     assert found[2].tags == {"job": "ip_count"}

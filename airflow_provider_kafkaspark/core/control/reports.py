@@ -84,6 +84,24 @@ class ProgressFile:
     batches: tuple[BatchProgress, ...] = ()
     lag_commits_ok: int = 0
     lag_commits_failed: int = 0
+    # While lag commits fail: since when (the driver's clock), how many in a row, and the last
+    # error. The lag group then shows a lag the job does not have.
+    lag_commits_failing_since_ms: int | None = None
+    lag_commit_failures_in_a_row: int = 0
+    lag_commit_error: str | None = None
+
+    def lag_commits_failing(self) -> str | None:
+        """`lag commits failing since ...`, or None while they succeed."""
+        if self.lag_commits_failing_since_ms is None:
+            return None
+        at = time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.lag_commits_failing_since_ms / 1000)
+        )
+        text = (
+            f"lag commits failing since {at} ({self.lag_commit_failures_in_a_row} in a row): "
+            "the lag group shows a lag the job may not have"
+        )
+        return f"{text}; last error: {self.lag_commit_error}" if self.lag_commit_error else text
 
     @property
     def last_batch(self) -> BatchProgress | None:

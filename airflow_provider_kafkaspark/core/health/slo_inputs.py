@@ -27,6 +27,9 @@ class WatcherInputs:
     batch_duration_ms: int | None = None
     # Why the lag is unknown although a batch was committed (Kafka's error, for the log).
     kafka_error: str | None = None
+    # The driver's lag commits failing in a row (0 while they succeed; None: no progress file).
+    lag_commit_failures: int | None = None
+    lag_commits_failing: str | None = None
 
     @property
     def facts(self) -> SloFacts:
@@ -54,12 +57,19 @@ def read_watcher_inputs(checkpoint: str, kafka: KafkaFacade) -> WatcherInputs:
     except ControlFileError:
         progress = None
     last = None if progress is None else progress.last_batch
+    failures = None if progress is None else progress.lag_commit_failures_in_a_row
+    failing = None if progress is None else progress.lag_commits_failing()
     duration = None if last is None else last.duration_ms.get(BATCH_DURATION_KEY)
     duration_ms = None if duration is None else int(duration)
     reader = CheckpointReader(checkpoint)
     if not reader.exists():
         return WatcherInputs(
-            WatchInputs(None, lease, stopped, supervisor, submitted), None, None, duration_ms
+            WatchInputs(None, lease, stopped, supervisor, submitted),
+            None,
+            None,
+            duration_ms,
+            lag_commit_failures=failures,
+            lag_commits_failing=failing,
         )
     position = reader.position()
     error = None
@@ -76,4 +86,6 @@ def read_watcher_inputs(checkpoint: str, kafka: KafkaFacade) -> WatcherInputs:
         lags,
         duration_ms,
         error,
+        lag_commit_failures=failures,
+        lag_commits_failing=failing,
     )

@@ -143,7 +143,10 @@ def job_row(facts: JobFacts) -> JobRow:
         batches=batch_points(facts),
         savepoints=facts.savepoints[:SAVEPOINTS_SHOWN],
         stop=stop_summary(facts),
-        problems=tuple(f"{what}: {message}" for what, message in facts.problems),
+        problems=(
+            *(f"{what}: {message}" for what, message in facts.problems),
+            *lag_commit_problem(facts, state),
+        ),
         observed_at=iso_utc(facts.observed_at_ms),
         history=deployment_history(facts),
     )
@@ -185,6 +188,13 @@ def lag_by_topic(facts: JobFacts) -> tuple[dict[str, int] | None, str | None]:
     if facts.end_offsets is None:
         return None, "Kafka was not asked"
     return records_by_topic(facts.committed_offsets, facts.end_offsets), None
+
+
+def lag_commit_problem(facts: JobFacts, state: str) -> tuple[str, ...]:
+    """The running driver's lag commits failing, as its progress file says: the lag group
+    (what Kafka's tools and lag alerts read) then lags behind the job."""
+    failing = None if facts.progress is None else facts.progress.lag_commits_failing()
+    return (failing,) if failing is not None and state == RUNNING else ()
 
 
 def batch_points(facts: JobFacts) -> tuple[BatchPoint, ...]:

@@ -116,3 +116,23 @@ def test_the_row_is_plain_json() -> None:
     data = job_row(facts(lease=lease(), stopped=stopped(owner="b" * 32))).to_dict()
     assert json.loads(json.dumps(data))["state"] == RUNNING
     assert data["stop"]["last_committed_batch"] == 7
+
+
+def test_lag_commits_failing_are_a_problem_of_the_running_job() -> None:
+    failing = ProgressFile(
+        "q",
+        "r",
+        T0,
+        lag_commits_failed=94,
+        lag_commits_failing_since_ms=1_795_000_000_000,
+        lag_commit_failures_in_a_row=3,
+        lag_commit_error="NOT_COORDINATOR",
+    )
+    row = job_row(facts(lease=lease(), progress=failing))
+    (problem,) = row.problems
+    assert problem.startswith("lag commits failing since 2026-11-18T")
+    assert "(3 in a row)" in problem and "last error: NOT_COORDINATOR" in problem
+    # Commits that succeed again, or a driver that is gone, say nothing of it.
+    healthy = replace(failing, lag_commits_failing_since_ms=None, lag_commit_failures_in_a_row=0)
+    assert job_row(facts(lease=lease(), progress=healthy)).problems == ()
+    assert job_row(facts(stopped=stopped(), progress=failing)).problems == ()
