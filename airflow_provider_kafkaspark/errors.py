@@ -154,9 +154,11 @@ class NoLiveBootstrapError(InvalidInputError):
     Airflow's permanent failures do (a dead or mistyped list does not heal by waiting)."""
 
 
-class JarsSettingError(JarsNotFoundError):
-    """The jar setting (`KAFKASPARK_JARS_DIR`, or a folder a caller gave) names a missing
-    folder or one that lacks an artifact of the connector set; the message names both."""
+class JarsSettingError(JarsNotFoundError, InvalidInputError):
+    """The jar setting (`KAFKASPARK_JARS_DIR`, or a folder a caller gave) is unset, names a
+    missing folder, or one that lacks an artifact of the connector set; the message names the
+    setting, the folder and the artifact's Maven coordinate. Bad input: waiting or retrying
+    cannot heal it (a submit fails without retries, a driver exits as a bad job)."""
 
 
 class DeploymentConflictError(RefusedError):

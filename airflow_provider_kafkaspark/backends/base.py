@@ -100,6 +100,23 @@ class SubmitLookup(Protocol):
         ...
 
 
+@runtime_checkable
+class SubmitPreflight(Protocol):
+    """A backend that starts drivers from this host, and so can tell before anything starts
+    (or stops) whether a driver it starts would find what it needs here."""
+
+    def check_submit(self, spec: JobSpec) -> None:
+        """Raise a typed error naming what is missing (a setting, a folder, an artifact)."""
+        ...
+
+
+def preflight(backend: JobBackend, spec: JobSpec) -> None:
+    """What must hold before `backend` starts a driver of `spec`, checked where the submit runs
+    (`SubmitPreflight`); nothing for a backend whose drivers start elsewhere."""
+    if isinstance(backend, SubmitPreflight):
+        backend.check_submit(spec)
+
+
 @dataclass(frozen=True)
 class BatchResult:
     """How a bounded batch driver ended: its exit code and what it printed."""

@@ -39,9 +39,17 @@ class LocalBackend:
     def __init__(self, master: str = "local[2]") -> None:
         self.master = master
 
+    def check_submit(self, spec: JobSpec) -> None:
+        """Java and the connector jars a driver of `spec` started here needs
+        (`local_driver.check_driver_parts`), before anything starts."""
+        from airflow_provider_kafkaspark.backends.local_driver import check_driver_parts
+
+        check_driver_parts(spec)
+
     def submit(self, spec: JobSpec, options: SubmitOptions) -> Submitted:
         from airflow_provider_kafkaspark.backends.local_driver import start_local_job
 
+        self.check_submit(spec)
         ref = start_local_job(
             spec,
             options.workdir,
@@ -58,6 +66,7 @@ class LocalBackend:
         """A bounded batch driver (a backfill) on this host, run to its end."""
         from airflow_provider_kafkaspark.backends.local_driver import run_batch_driver
 
+        self.check_submit(spec)
         return run_batch_driver(spec, module, args, master=self.master, timeout_s=timeout_s)
 
     def _local(self, ref: JobRef, action: str) -> LocalJobRef:

@@ -22,6 +22,7 @@ from airflow_provider_kafkaspark.core.control.lease import now_ms
 from airflow_provider_kafkaspark.core.spec.job_code import driver_python_path
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
 from airflow_provider_kafkaspark.core.storage.private_file import write_private
+from airflow_provider_kafkaspark.errors import InvalidInputError
 from airflow_provider_kafkaspark.spark.local_session import python_env
 
 # Spark's own settings for the interpreters of a job's driver and of its Python workers.
@@ -60,6 +61,53 @@ def driver_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The caller's environment without Airflow's connections and variables."""
     source = dict(os.environ if environ is None else environ)
     return {k: v for k, v in source.items() if not k.upper().startswith(_SECRET_ENV_PREFIXES)}
+
+
+def check_driver_parts(spec: JobSpec) -> None:
+    """Raise what a driver of `spec` started on this host would fail on before its first
+    batch: no Java 17+, or a jar setting (`$KAFKASPARK_JARS_DIR`) that is unset or lacks an
+    artifact of the driver's Spark release (the S3A set too when the checkpoint or the sink is
+    on S3). A job that names its own jars (`spark.jars`) needs no jar setting. The driver
+    would exit as a bad job (exit 4) for each, after its interpreter and Spark started."""
+    from airflow_provider_kafkaspark.spark.jars import find_java, s3a_jars, spark_connector_jars
+    from airflow_provider_kafkaspark.spark.object_storage import on_s3
+
+    find_java()
+    if spec.spark_conf.get("spark.jars"):
+        return
+    version = spec.spark_version or driver_spark_version(driver_python(spec.spark_conf))
+    spark_connector_jars(None, version)
+    if on_s3(spec.checkpoint_location) or on_s3(spec.sink.path):
+        s3a_jars(None, version)
+
+
+def driver_spark_version(python: str) -> str:
+    """The pyspark release of the interpreter a driver runs: this one's, or another driver
+    environment's, asked once (`scripts/driver_env.sh` makes such environments)."""
+    from airflow_provider_kafkaspark.spark.local_session import check_pyspark_version
+
+    if python == sys.executable:
+        return check_pyspark_version()
+    try:
+        proc = subprocess.run(
+            [python, "-c", "import pyspark; print(pyspark.__version__)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InvalidInputError(
+            f"job spec field 'spark_conf.{DRIVER_PYTHON_CONF}': the driver's interpreter "
+            f"{python} does not run: {exc}"
+        ) from exc
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InvalidInputError(
+            f"job spec field 'spark_conf.{DRIVER_PYTHON_CONF}': the driver's interpreter "
+            f"{python} has no pyspark: {last[:200]}"
+        )
+    return proc.stdout.strip()
 
 
 def run_batch_driver(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_kafkaspark.backends.base import preflight
 from airflow_provider_kafkaspark.core.control.lease import now_ms
 from airflow_provider_kafkaspark.core.deploy.decide import DeployAction, decide_deploy
 from airflow_provider_kafkaspark.core.deploy.deployment import (
@@ -226,6 +227,8 @@ def deploy_job(backend: JobBackend, request: DeployRequest) -> dict[str, Any]:
         if decision.action is DeployAction.NOOP:
             assert current is not None
             return _result("noop", decision.reason, desired_hash, current, None, {})
+        # Before an upgrade stops the running job: its new driver must be able to start here.
+        preflight(backend, spec)
         stash(spec.checkpoint_location, artifacts)
         desired = SpecRecord(
             desired_hash,

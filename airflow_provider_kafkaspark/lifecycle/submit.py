@@ -11,7 +11,12 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
-from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitLookup, SubmitOptions
+from airflow_provider_kafkaspark.backends.base import (
+    JobBackend,
+    SubmitLookup,
+    SubmitOptions,
+    preflight,
+)
 from airflow_provider_kafkaspark.core.cluster.job_ref import job_ref_to_dict
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder
 from airflow_provider_kafkaspark.core.control.lease import Lease, now_ms
@@ -134,6 +139,9 @@ def _submit_streaming_job(backend: JobBackend, request: SubmitRequest) -> dict[s
     from airflow_provider_kafkaspark.core.spec.job_code import check_topics_exist
 
     spec = request.spec
+    # Before a running driver is replaced or anything is written: a driver that cannot start
+    # on this host fails the submit here, with the setting named, not later in its log.
+    preflight(backend, spec)
     submitter = request.options.submitted_by
     lease = live_lease(spec.checkpoint_location)
     if lease is None:

@@ -6,10 +6,11 @@
 It reads the job spec, builds the Kafka source, the transformation and the sink, and runs
 the query under management (lease, graceful stop, progress, lag commits). Exit codes: 0
 stopped cleanly or finished, 1 failed, 2 stopped without draining, 3 lease held by a live
-driver, 4 bad job (spec, code, SQL, topics or sink schema; not restarted), 5 a standby that no
-handover reached (`spark/standby.py`). Under YARN a driver that ends with a final code (4, 5)
-ends its own application once its stopped report is written, so that YARN starts no other
-attempt of it (`spark/final_exit.py`).
+driver, 4 bad job (spec, code, SQL, topics or sink schema, or the connector jars or Java
+missing where the driver runs; not restarted), 5 a standby that no handover reached
+(`spark/standby.py`). Under YARN a driver that ends with a final code (4, 5) ends its own
+application once its stopped report is written, so that YARN starts no other attempt of it
+(`spark/final_exit.py`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
-from airflow_provider_kafkaspark.errors import InvalidInputError
+from airflow_provider_kafkaspark.errors import (
+    InvalidInputError,
+    JarsNotFoundError,
+    JavaNotFoundError,
+)
 from airflow_provider_kafkaspark.spark.final_exit import (
     EXIT_BAD_SPEC,
     EXIT_STANDBY_EXPIRED,
@@ -83,7 +88,13 @@ def build_session(spec: JobSpec, master: str | None) -> SparkSession:
 def run(spec: JobSpec, master: str | None = None) -> int:
     from airflow_provider_kafkaspark.spark.managed import ManagedOptions, ManagedQuery
 
-    spark = build_session(spec, master)
+    try:
+        spark = build_session(spec, master)
+    except (JarsNotFoundError, JavaNotFoundError) as exc:
+        # The same jars or Java would be missing at every restart: a bad job, not a crash.
+        log.error("%s", exc)
+        report_unstartable(spec, str(exc))
+        return EXIT_BAD_SPEC
     log.info("job %s: %s", spec.job_name, spec.to_dict(redact=True))
     # A compatibility check's driver commits no offsets to the job's consumer group, and
     # any failure of its one batch is the new code's: final, not restarted.
@@ -128,6 +139,36 @@ def run(spec: JobSpec, master: str | None = None) -> int:
     if own_application is not None:
         end_application(own_application, code)
     return code
+
+
+def report_unstartable(spec: JobSpec, why: str) -> None:
+    """A stopped report for a driver that could not build its session, so that a health
+    sensor, a stop and the jobs view say why without its log. Not over a live driver's lease:
+    the report would end that driver's run for every reader."""
+    from airflow_provider_kafkaspark.core.control.folder import ControlFolder
+    from airflow_provider_kafkaspark.core.control.lease import now_ms
+    from airflow_provider_kafkaspark.core.control.reports import StoppedReport
+    from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
+
+    try:
+        control = ControlFolder(spec.checkpoint_location)
+        if control.live_lease() is not None:
+            return
+        reader = CheckpointReader(spec.checkpoint_location)
+        position = reader.position() if reader.exists() else None
+        control.write_stopped(
+            StoppedReport(
+                stopped_at_ms=now_ms(),
+                reason="bad job",
+                clean=position is None or position.pending_batch is None,
+                last_planned_batch=position.latest_planned if position else None,
+                last_committed_batch=position.latest_committed if position else None,
+                message=f"the driver cannot start: {why}",
+                exit_code=EXIT_BAD_SPEC,
+            )
+        )
+    except Exception as exc:  # noqa: BLE001 - the exit code still says bad job
+        log.warning("no stopped report written for %s: %s", spec.checkpoint_location, exc)
 
 
 def dump_thread_stacks(signum: int = 0, frame: FrameType | None = None) -> None:

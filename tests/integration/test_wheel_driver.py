@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kafkaspark.core.control.folder import request_stop
+from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
 from airflow_provider_kafkaspark.spark.jars import JARS_DIR_ENV, jar_file_name
 from airflow_provider_kafkaspark.versions import SPARK_VERSION, spark_line
 from kafkaspark_devstack.jars import default_jars_dir
@@ -215,10 +215,14 @@ def test_a_jar_setting_without_the_connector_is_a_typed_error(
         ) from None
     took = time.monotonic() - started
     log = runner_log.read_text(errors="replace")
-    assert code != 0, log
+    # A bad job (exit 4, which no supervisor restarts), not a crash to retry (exit 1).
+    assert code == 4, log
     first = spark_line(SPARK_VERSION).connector_artifacts()[0]
-    (error,) = [line for line in log.splitlines() if line.startswith("airflow_provider_kafkaspark")]
-    assert error.startswith("airflow_provider_kafkaspark.errors.JarsSettingError: "), log
+    (error,) = [line for line in log.splitlines() if " ERROR kafkaspark.runner: " in line]
     assert f"{JARS_DIR_ENV}={empty}" in error and jar_file_name(first) in error, error
     assert first in error, error
+    assert "Traceback" not in log, log
+    stopped = ControlFolder(str(tmp_path / "checkpoint")).read_stopped()
+    assert stopped is not None and stopped.exit_code == 4 and stopped.reason == "bad job"
+    assert f"{JARS_DIR_ENV}={empty}" in stopped.message and first in stopped.message
     print(f"wheel driver without jars: exit {code} after {took:.1f}s")
