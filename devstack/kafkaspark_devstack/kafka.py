@@ -361,6 +361,28 @@ class LocalKafkaCluster:
                 )
             time.sleep(0.3)
 
+    def create_topic(self, name: str, partitions: int, timeout: float = 60.0) -> bool:
+        """Create `name` with `partitions`, replicated on up to three brokers; False when it
+        exists already (its partitions are left as they are)."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        replication = min(3, len(self._state.nodes))
+        future = admin.create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=replication)],
+            operation_timeout=timeout,
+        )[name]
+        try:
+            future.result(timeout + 10)
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return False
+            raise BrokerStartError(
+                f"topic {name} not created on {self.bootstrap_servers}: {exc}"
+            ) from exc
+        return True
+
     def __enter__(self) -> LocalKafkaCluster:
         return self.start()
 

@@ -150,6 +150,11 @@ class LocalS3Server:
         return f"http://{self._state.host}:{self._state.s3_port}"
 
     @property
+    def port(self) -> int:
+        """The S3 port clients use; kept in the folder's state across stops and starts."""
+        return self._state.s3_port
+
+    @property
     def access_key(self) -> str:
         return self._state.access_key
 

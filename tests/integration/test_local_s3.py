@@ -84,6 +84,36 @@ def test_the_cli_starts_reports_and_stops_a_server(tmp_path: Path) -> None:
     assert status.returncode != 0 and json.loads(status.stdout)["running"] is False
 
 
+def test_a_start_on_another_port_than_the_folders_is_refused(tmp_path: Path) -> None:
+    from kafkaspark_devstack.ports import free_port
+
+    base = str(tmp_path / "cli-s3")
+    started = local_s3("start", "--dir", base, "--port", "0")
+    try:
+        assert started.returncode == 0, started.stderr
+        kept = LocalS3Server.attach(base).endpoint_url.rsplit(":", 1)[1]
+    finally:
+        stopped = local_s3("stop", "--dir", base)
+    assert stopped.returncode == 0, stopped.stderr
+    other = str(free_port())
+    try:
+        asked = local_s3("start", "--dir", base, "--port", other)
+    finally:
+        # A start that was not refused (the defect) leaves no server behind either.
+        local_s3("stop", "--dir", base)
+    assert asked.returncode == 2, asked.stdout + asked.stderr
+    lines = asked.stderr.strip().splitlines()
+    assert len(lines) == 1, asked.stderr
+    assert lines[0] == (
+        f"kafkaspark: error: --port {other}: the local S3 server in {Path(base).resolve()} "
+        f"({STATE_FILE}) has --port {kept}; leave out --port to start it as it is, or give "
+        f"another --dir for a new one with --port {other}"
+    )
+    assert asked.stdout == ""
+    status = local_s3("status", "--dir", base)
+    assert status.returncode != 0 and json.loads(status.stdout)["running"] is False
+
+
 def test_a_start_that_fails_leaves_no_server_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,5 +1,9 @@
 """`kafkaspark local kafka|s3|yarn|jars` (and `postgres|airflow` from `local_airflow`, `k8s`
-from `local_k8s`): the local stack of real parts."""
+from `local_k8s`): the local stack of real parts.
+
+A Kafka or S3 folder keeps its server's ports (and a cluster's size) from its first start:
+a later `start` without `--port` or `--brokers` starts it as it was, and one that asks for
+other values is refused (`start_setting`) rather than served where the folder says."""
 
 from __future__ import annotations
 
@@ -39,16 +43,36 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     kafka = parts.add_parser("kafka", help="a local Kafka cluster in KRaft mode")
     kafka.add_argument("action", choices=["start", "stop", "status", "kill", "restart"])
     kafka.add_argument("--dir", default=str(DEFAULT_LOCAL_KAFKA_DIR), help="cluster folder")
-    kafka.add_argument("--brokers", type=int, default=1, help="nodes of a new cluster")
+    # default=None tells a value given from none: a kept cluster refuses other values.
+    kafka.add_argument(
+        "--brokers",
+        type=int,
+        default=None,
+        help="start: nodes of a new cluster (default 1); a kept cluster has its own",
+    )
     kafka.add_argument(
         "--port",
         type=int,
-        default=DEFAULT_LOCAL_KAFKA_PORT,
-        help="first listener port of a new cluster (controllers at port+100)",
+        default=None,
+        help=f"start: first listener port of a new cluster (default {DEFAULT_LOCAL_KAFKA_PORT}, "
+        f"0: free ports; controllers at port+100); a kept cluster has its own",
     )
     kafka.add_argument("--node", type=int, default=1, help="node id for kill/restart")
     kafka.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for start")
-    with_example(kafka, "kafkaspark local kafka start --brokers 3", "kafkaspark local kafka status")
+    kafka.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="NAME[:PARTITIONS]",
+        help="start: a topic to create once the cluster is up, unless it exists (default 3 "
+        "partitions, replicated on up to 3 brokers)",
+    )
+    with_example(
+        kafka,
+        "kafkaspark local kafka start --brokers 3",
+        "kafkaspark local kafka start --topic ip_count_source:3 --topic ip_count_sink",
+        "kafkaspark local kafka status",
+    )
     kafka.set_defaults(func=local_kafka)
 
     s3 = parts.add_parser("s3", help="a local S3-compatible object store (SeaweedFS)")
@@ -59,7 +83,11 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     s3.add_argument("--dir", default=str(DEFAULT_LOCAL_S3_DIR), help="server folder")
     s3.add_argument(
-        "--port", type=int, default=DEFAULT_LOCAL_S3_PORT, help="S3 port of a new server"
+        "--port",
+        type=int,
+        default=None,
+        help=f"start: S3 port of a new server (default {DEFAULT_LOCAL_S3_PORT}, 0: a free one); "
+        f"a kept server has its own",
     )
     s3.add_argument("--bucket", action="append", default=[], help="bucket to create on start")
     s3.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for start")
@@ -167,17 +195,75 @@ def _with_jar_default(
     return run
 
 
+def start_setting(
+    flag: str,
+    asked: int | None,
+    kept: int | None,
+    default: int,
+    *,
+    where: str,
+    anything: int | None = None,
+) -> int:
+    """The value of `flag` a `start` uses: for a new folder (`kept` None) the one `asked`,
+    else `default`; for a kept one its own, which `asked` may repeat (or ask for `anything`,
+    as `--port 0` asks for any free port). Another value is refused: the folder's server
+    has its ports in its state and its data in its folder, and starting it elsewhere than
+    asked would leave the caller talking to a port nothing serves. `where` names the folder
+    and its state file."""
+    if kept is None:
+        return default if asked is None else asked
+    if asked is None or asked == kept or (anything is not None and asked == anything):
+        return kept
+    raise InvalidArgumentError(
+        f"{flag} {asked}: {where} has {flag} {kept}; leave out {flag} to start it as it is, "
+        f"or give another --dir for a new one with {flag} {asked}"
+    )
+
+
+DEFAULT_TOPIC_PARTITIONS = 3
+
+
+def topic_setting(value: str) -> tuple[str, int]:
+    """`--topic NAME[:PARTITIONS]` -> (name, partitions); a one-line error naming the flag."""
+    name, _, count = value.partition(":")
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", name) or name in (".", ".."):
+        raise InvalidArgumentError(
+            f"--topic {value[:80]!r}: a topic name is 1-249 of letters, digits, '.', '_', '-'"
+        )
+    if not count:
+        return name, DEFAULT_TOPIC_PARTITIONS
+    if not count.isdigit() or int(count) < 1:
+        raise InvalidArgumentError(f"--topic {value[:80]!r}: partitions must be a number >= 1")
+    return name, int(count)
+
+
 def local_kafka(args: argparse.Namespace) -> int:
     from kafkaspark_devstack.kafka import STATE_FILE, LocalKafkaCluster
 
     base = Path(args.dir)
     if args.action == "start":
-        if (base / STATE_FILE).is_file():
-            cluster = LocalKafkaCluster.attach(base)
-        else:
-            cluster = LocalKafkaCluster(base, brokers=args.brokers, port=args.port)
+        topics = [topic_setting(t) for t in args.topic]
+        if args.brokers is not None and args.brokers < 1:
+            raise InvalidArgumentError(f"--brokers {args.brokers}: 1 or more")
+        kept = LocalKafkaCluster.attach(base) if (base / STATE_FILE).is_file() else None
+        where = f"the local Kafka cluster in {base.resolve()} ({STATE_FILE})"
+        brokers = start_setting(
+            "--brokers", args.brokers, None if kept is None else len(kept.nodes), 1, where=where
+        )
+        port = start_setting(
+            "--port",
+            args.port,
+            None if kept is None else kept.nodes[0].port,
+            DEFAULT_LOCAL_KAFKA_PORT,
+            where=where,
+            anything=0,
+        )
+        cluster = kept or LocalKafkaCluster(base, brokers=brokers, port=port)
         cluster.start(timeout=args.timeout)
         print(f"Kafka is up: bootstrap.servers={cluster.bootstrap_servers} (data in {base})")
+        for name, partitions in topics:
+            made = cluster.create_topic(name, partitions)
+            print(f"topic {name}: {'created' if made else 'exists'}")
         return EXIT_OK
     cluster = LocalKafkaCluster.attach(base)
     if args.action == "stop":
@@ -201,8 +287,16 @@ def local_s3(args: argparse.Namespace) -> int:
 
     base = Path(args.dir)
     if args.action == "start":
-        known = (base / STATE_FILE).is_file()
-        server = LocalS3Server(base) if known else LocalS3Server(base, port=args.port)
+        kept = LocalS3Server.attach(base) if (base / STATE_FILE).is_file() else None
+        port = start_setting(
+            "--port",
+            args.port,
+            None if kept is None else kept.port,
+            DEFAULT_LOCAL_S3_PORT,
+            where=f"the local S3 server in {base.resolve()} ({STATE_FILE})",
+            anything=0,
+        )
+        server = kept or LocalS3Server(base, port=port)
         server.start(timeout=args.timeout)
         for bucket in args.bucket:
             server.create_bucket(bucket)
