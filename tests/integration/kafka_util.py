@@ -11,6 +11,9 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from airflow_provider_kafkaspark.spark.jars import find_java
+from kafkaspark_devstack.jars import kafka_classpath
+
 
 def create_topic(
     bootstrap: str, topic: str, partitions: int, replication: int = 1, **config: str
@@ -145,3 +148,28 @@ def renumbered_topic(prefix: str, partitions: int = 3) -> str:
         if first_attempt_order(name, partitions) != list(range(partitions)):
             return name
     raise AssertionError("no renumbered topic name found")
+
+
+def describe_group(bootstrap: str, group: str, *args: str) -> str:
+    """What Kafka's own kafka-consumer-groups tool prints of `group` (`--describe`, and
+    `args` such as `--state`); raises CalledProcessError when it cannot answer."""
+    import subprocess
+
+    return subprocess.run(
+        [
+            str(find_java()),
+            "-cp",
+            kafka_classpath(),
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--group",
+            group,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout

@@ -23,11 +23,9 @@ from airflow_provider_kafkaspark.core.control.folder import ControlFolder, reque
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.kafka.offsets import TopicPartition as KafkaTopicPartition
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.spark.jars import find_java
 from kafkaspark_devstack.drivers import read_log, wait_exit
-from kafkaspark_devstack.jars import kafka_classpath
 from kafkaspark_devstack.kafka import LocalKafkaCluster
-from tests.integration.kafka_util import create_topic, produce_numbered
+from tests.integration.kafka_util import create_topic, describe_group, produce_numbered
 from tests.integration.runtime_util import committed_batches, start, wait_until
 from tests.integration.test_runtime import stateless_spec
 
@@ -52,24 +50,7 @@ def group_tool(bootstrap: str, *args: str) -> str | None:
     answered with a coordinator error crashed librdkafka 2.16's admin client in this process
     (SIGSEGV in rd_kafka_cgrp_op), as the lag worker's docstring records for the driver."""
     try:
-        return subprocess.run(
-            [
-                str(find_java()),
-                "-cp",
-                kafka_classpath(),
-                "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-                "--bootstrap-server",
-                bootstrap,
-                "--describe",
-                "--group",
-                GROUP,
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
+        return describe_group(bootstrap, GROUP, *args)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
         return None
 

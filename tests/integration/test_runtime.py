@@ -20,12 +20,10 @@ from airflow_provider_kafkaspark.core.cluster.host_process import pid_alive
 from airflow_provider_kafkaspark.core.control.folder import ControlFolder, request_stop
 from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 from airflow_provider_kafkaspark.core.state.checkpoint import CheckpointReader
-from airflow_provider_kafkaspark.spark.jars import find_java
 from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
 from kafkaspark_devstack.drivers import read_log, signal_driver, wait_exit
-from kafkaspark_devstack.jars import kafka_classpath
 from kafkaspark_devstack.kafka import LocalKafkaCluster
-from tests.integration.kafka_util import create_topic, produce_numbered
+from tests.integration.kafka_util import create_topic, describe_group, produce_numbered
 from tests.integration.runtime_util import committed_batches, has_lease, start, wait_until
 
 
@@ -65,23 +63,7 @@ def committed_values(out: Path) -> list[int]:
 
 def consumer_groups_tool(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
     """CURRENT-OFFSET per partition, as Kafka's own kafka-consumer-groups tool shows it."""
-    out = subprocess.run(
-        [
-            str(find_java()),
-            "-cp",
-            kafka_classpath(),
-            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-            "--bootstrap-server",
-            bootstrap,
-            "--describe",
-            "--group",
-            group,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    out = describe_group(bootstrap, group)
     offsets = {}
     for line in out.splitlines():
         cols = line.split()
