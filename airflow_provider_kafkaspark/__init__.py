@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+# The one version (SemVer): pyproject.toml reads it (setuptools' dynamic version), the provider
+# info below lists it, and CHANGELOG.md's newest release names it (tests/unit/test_release.py).
 __version__ = "0.1.0"
 
 

@@ -18,7 +18,7 @@ def build_wheel(tmp_path: Path) -> Path:
     # Built from a copy: setuptools writes build/ and *.egg-info/ next to the sources.
     source = tmp_path / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "setup.cfg", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "setup.cfg", "README.md", "LICENSE", "NOTICE"):
         if (ROOT / name).is_file():
             shutil.copy2(ROOT / name, source / name)
     shutil.copytree(

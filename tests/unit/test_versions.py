@@ -6,6 +6,7 @@ from pathlib import Path
 
 import tomllib
 
+import airflow_provider_kafkaspark
 from airflow_provider_kafkaspark import get_provider_info
 from airflow_provider_kafkaspark.versions import DEFAULT_LINE, HADOOP_VERSION, SPARK_VERSION
 
@@ -48,7 +49,8 @@ def test_provider_entry_point_and_info() -> None:
     assert entry == "airflow_provider_kafkaspark:get_provider_info"
     info = get_provider_info()
     assert info["package-name"] == project["name"]
-    assert info["versions"] == [project["version"]]
+    # The version is read from the package (pyproject's `dynamic`): tests/unit/test_release.py.
+    assert info["versions"] == [airflow_provider_kafkaspark.__version__]
 
 
 def test_each_spark_line_names_the_connector_of_its_scala() -> None:
