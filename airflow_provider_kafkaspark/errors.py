@@ -97,6 +97,12 @@ class KafkaUnavailableError(KafkaSparkError):
     """Kafka did not answer within the chosen timeout."""
 
 
+class KafkaCoordinatorMovedError(KafkaUnavailableError):
+    """A group's coordinator moved away from the broker a client asked: that client asks the
+    same broker again (librdkafka's admin client keeps the coordinator it found), a new
+    client finds the new one."""
+
+
 class TopicNotFoundError(InvalidInputError):
     """A topic or partition the caller named does not exist in the Kafka cluster."""
 

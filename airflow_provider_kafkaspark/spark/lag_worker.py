@@ -8,11 +8,12 @@ never stop the query, so the admin client lives in a spawned child: if it dies o
 answering, the commit counts as failed, the child is replaced on the next commit, and the
 driver goes on.
 
-A commit the child answers with an error counts too: after `REPLACE_AFTER_FAILURES` failures
-in a row, of any kind, the child (and its client) is replaced. librdkafka's admin client keeps
-the group coordinator it found; when the coordinator moves (a broker restarted, its leadership
-of `__consumer_offsets` handed back), every commit through the old client was answered
-`NOT_COORDINATOR` for as long as the driver ran, while a new client committed at once.
+A commit the child answers with an error counts too: the child (and its client) is replaced
+at once when the group's coordinator moved, and after `REPLACE_AFTER_FAILURES` failures in a
+row of any other kind. librdkafka's admin client keeps the group coordinator it found; when
+the coordinator moves (a broker restarted, its leadership of `__consumer_offsets` handed
+back), every commit through the old client was answered `NOT_COORDINATOR` for as long as the
+driver ran, while a new client committed at once.
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ _ANSWER_GRACE_S = 10.0
 REPLACE_AFTER_FAILURES = 2
 
 
-def replace_client(consecutive_failures: int) -> bool:
-    """Whether the child answering with errors gets replaced before the next commit."""
-    return consecutive_failures >= REPLACE_AFTER_FAILURES
+def replace_client(consecutive_failures: int, *, coordinator_moved: bool = False) -> bool:
+    """Whether the child answering with errors gets replaced before the next commit: at once
+    when the group's coordinator moved (only a new client finds it), else after a run of
+    failures of any kind."""
+    return coordinator_moved or consecutive_failures >= REPLACE_AFTER_FAILURES
 
 
 class LagCommitError(KafkaSparkError):
@@ -45,8 +48,10 @@ class LagCommitError(KafkaSparkError):
 
 
 def _serve(conn: Connection, config: dict[str, Any], timeout_s: float) -> None:
-    """The child: one KafkaFacade, one commit per request, the error text as the answer."""
+    """The child: one KafkaFacade, one commit per request; the answer is None, or the error's
+    text and whether only a new client can get past it (the coordinator moved)."""
     from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
+    from airflow_provider_kafkaspark.errors import KafkaCoordinatorMovedError
 
     with KafkaFacade(config, timeout_s=timeout_s) as kafka:
         while True:
@@ -59,8 +64,10 @@ def _serve(conn: Connection, config: dict[str, Any], timeout_s: float) -> None:
             group, offsets = request
             try:
                 kafka.commit_group_offsets(group, offsets)
+            except KafkaCoordinatorMovedError as exc:
+                conn.send((str(exc), True))
             except Exception as exc:  # noqa: BLE001 - sent back, counted by the parent
-                conn.send(str(exc))
+                conn.send((str(exc), False))
             else:
                 conn.send(None)
 
@@ -128,14 +135,15 @@ class LagCommitProcess:
         if answer is None:
             self.failures_in_a_row = 0
             return
+        text, moved = answer
         self.failures_in_a_row += 1
-        if replace_client(self.failures_in_a_row):
+        if replace_client(self.failures_in_a_row, coordinator_moved=moved):
             self._discard()
             raise LagCommitError(
-                f"{answer} ({self.failures_in_a_row} failures in a row: a new client makes "
+                f"{text} ({self.failures_in_a_row} failures in a row: a new client makes "
                 f"the next commit)"
             )
-        raise LagCommitError(str(answer))
+        raise LagCommitError(text)
 
     def close(self) -> None:
         if self._conn is not None and self._process is not None and self._process.is_alive():

@@ -36,6 +36,7 @@ def test_a_failed_commit_is_an_error_and_a_dead_child_is_replaced() -> None:
 
 def test_errors_in_a_row_replace_the_client_and_a_success_resets_the_count() -> None:
     assert not replace_client(1) and replace_client(REPLACE_AFTER_FAILURES)
+    assert replace_client(1, coordinator_moved=True)  # only a new client finds the new one
     committer = LagCommitProcess(UNREACHABLE, timeout_s=1.0)
     try:
         with pytest.raises(LagCommitError):

@@ -24,6 +24,7 @@ from airflow_provider_kafkaspark.core.kafka.client import (
     ACCESS,
     BAD_INPUT,
     BOOTSTRAP_SERVERS,
+    COORDINATOR_MOVED,
     FUTURE_GRACE_S,
     GROUP_ACTIVE,
     MIN_REQUEST_S,
@@ -52,6 +53,7 @@ from airflow_provider_kafkaspark.errors import (
     InvalidInputError,
     KafkaAccessError,
     KafkaAuthenticationError,
+    KafkaCoordinatorMovedError,
     KafkaRequestError,
     KafkaSparkError,
     KafkaUnavailableError,
@@ -541,6 +543,13 @@ class KafkaFacade:
                 exc = failure.exc if isinstance(failure, _Failed) else failure
                 subject = failure.subject if isinstance(failure, _Failed) else None
                 error = kafka_error(exc)
+                if error is not None and error.code() in codes(*COORDINATOR_MOVED):
+                    raise KafkaCoordinatorMovedError(
+                        f"Kafka at {self._bootstrap}: {what} "
+                        f"({subject or 'request'}) reached a broker that is no longer the "
+                        f"group's coordinator: {self._redact(error.str())}; a new client "
+                        "finds the new one"
+                    ) from None
                 transient = error is not None and error.code() in codes(*TRANSIENT)
                 if transient and time.monotonic() + delay < deadline:
                     time.sleep(delay)

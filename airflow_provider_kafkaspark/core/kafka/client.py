@@ -202,6 +202,10 @@ TRANSIENT = (
     "UNKNOWN_LEADER_EPOCH",
     "FENCED_LEADER_EPOCH",
 )
+# A group's coordinator moved: librdkafka's admin client keeps the coordinator it found and
+# asks it again (librdkafka PR #3847, not merged), so a retry through the same client is
+# answered the same way until the client is replaced. Checked before TRANSIENT.
+COORDINATOR_MOVED = ("NOT_COORDINATOR",)
 UNAVAILABLE = (
     "_TRANSPORT",
     "_TIMED_OUT",

@@ -17,6 +17,7 @@ from airflow_provider_kafkaspark.errors import (
     ConsumerGroupActiveError,
     InvalidInputError,
     KafkaAccessError,
+    KafkaCoordinatorMovedError,
     KafkaRequestError,
     KafkaUnavailableError,
     TopicNotFoundError,
@@ -214,3 +215,20 @@ def test_permanent_errors_are_not_retried() -> None:
     with pytest.raises(KafkaAccessError):
         facade._call("group offsets", denied)
     assert calls == 1
+
+
+def test_a_moved_coordinator_is_not_asked_again_through_the_same_client() -> None:
+    # librdkafka's admin client would send the retry to the same broker: 10 s of the same
+    # answer before (issue 44). The caller gets a typed error at once and makes a new client.
+    facade = KafkaFacade({"bootstrap.servers": "k1:9092"}, timeout_s=5)
+    calls = 0
+
+    def moved(remaining: float) -> str:
+        nonlocal calls
+        calls += 1
+        raise failure(KafkaError.NOT_COORDINATOR)
+
+    with pytest.raises(KafkaCoordinatorMovedError, match="no longer the group's coordinator"):
+        facade._call("an offset commit", moved)
+    assert calls == 1
+    assert issubclass(KafkaCoordinatorMovedError, KafkaUnavailableError)  # Airflow retries it
