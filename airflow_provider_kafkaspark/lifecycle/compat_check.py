@@ -10,13 +10,25 @@ into Spark's `noop` sink, and the query ends after that one batch. What Spark re
 reads old state (schemas, operators, partitioning), and a module that does not import, fails
 that batch with Spark's own message; a changed set of stateful operators, which Spark does
 not refuse, is found by comparing the operators with state in the old checkpoint with those
-the re-run wrote. The copy is removed in every case; the running job never sees the check
-(no lease, no stop request, no lag commit, no sink write of its own).
+the re-run wrote. The running job never sees the check (no lease, no stop request, no lag
+commit, no sink write of its own).
+
+The copy is removed in every case, all of it, and only it (a location named
+`<name>.compat-<stamp>`, never the checkpoint or anything holding it): once the check's driver
+is gone, as its backend tells (asked a bounded number of times within a bounded time), since
+a driver still shutting down may write into the copy after its report (its lease, its
+progress, Spark's logs); a driver not known to be gone by then is not waited for any longer:
+the copy is removed, looked at again a few seconds later and removed again. On an object
+store the copy's folders go too, deepest first, after its objects: a store may keep listing
+an emptied folder (SeaweedFS does), and the copy's prefix would stay listed beside the
+checkpoint. What cannot be removed is logged, naming its URL, and never changes the verdict.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import posixpath
 import socket
 import time
 from dataclasses import dataclass, field, replace
@@ -36,16 +48,25 @@ from airflow_provider_kafkaspark.core.state.rerun_copy import (
     stateful_operators,
 )
 from airflow_provider_kafkaspark.core.storage.location import Location, open_location
-from airflow_provider_kafkaspark.errors import KafkaSparkError
+from airflow_provider_kafkaspark.core.storage.tree_removal import listed_entries, remove_tree
 from airflow_provider_kafkaspark.lifecycle.errors import CompatCheckError, IncompatibleUpgradeError
 
 log = logging.getLogger(__name__)
 
 COMPAT_SUFFIX = "-compat-check"
+# What names a check's copy (`default_scratch`): the only location the check ever removes.
+SCRATCH_MARK = ".compat-"
 EXIT_OK = 0
+# Between looks at the check's driver while it runs; the waits below are counted in it.
 POLL_S = 1.0
-# How long a driver that wrote its report may take to exit before the copy is removed.
-EXIT_GRACE_S = 60.0
+# A driver that wrote its report, or was killed, is asked every POLL_S / GONE_POLLS_PER_POLL
+# whether it is gone, at most GONE_POLLS times (a minute with the default POLL_S): a driver
+# shutting down may still write into the copy (its lease, its progress, Spark's logs).
+GONE_POLLS = 300
+GONE_POLLS_PER_POLL = 5
+# A copy removed while its driver was not known to be gone is looked at again this many of
+# those polls later (5 s with the default POLL_S), and what came back is removed.
+SETTLE_POLLS = 25
 
 
 @dataclass(frozen=True)
@@ -147,6 +168,32 @@ def judge(
     return Verdict(True, f"batch {batch} re-ran on the new code over the old state")
 
 
+def scratch_refusal(checkpoint: str, scratch: str) -> str | None:
+    """Why `scratch` may not hold a check's copy of `checkpoint`, or None when it may. The copy
+    is removed at the end, so it must be a location of its own, named as `default_scratch`
+    names it (`<name>.compat-<stamp>`), and neither the checkpoint, nor in it, nor holding it."""
+    copy, source = scratch.rstrip("/"), checkpoint.rstrip("/")
+    head, mark, stamp = posixpath.basename(copy).partition(SCRATCH_MARK)
+    if not (head and mark and stamp):
+        return (
+            f"{scratch}: a compatibility check's copy must be named <name>{SCRATCH_MARK}<stamp> "
+            f"(it is removed at the end)"
+        )
+    if copy == source or source.startswith(copy + "/") or copy.startswith(source + "/"):
+        return (
+            f"{scratch}: a compatibility check's copy must be neither the checkpoint "
+            f"{checkpoint}, nor in it, nor hold it (it is removed at the end)"
+        )
+    return None
+
+
+def settle_polls(gone: bool | None) -> int:
+    """How many gone-polls the look that follows the copy's removal waits: none once the driver
+    is known to be gone (nothing of it writes any more), else SETTLE_POLLS (still running, or
+    not known: it may write into the copy after the removal)."""
+    return 0 if gone is True else SETTLE_POLLS
+
+
 def check_compatibility(
     backend: JobBackend,
     spec: JobSpec,
@@ -160,16 +207,21 @@ def check_compatibility(
     `spec` is the new spec as a submit gives it to the backend (with the connection's
     servers and settings); its `checkpoint_location` is the running job's checkpoint, which
     is only read. `scratch`: where the copy goes (default: beside the checkpoint); it must
-    not exist and is removed at the end. `timeout_s` bounds the check's driver (from its
-    submit to its end); past it the driver is killed and `CompatCheckError` raised, as when
-    the driver dies without a word. The result's `compatible` is False for an incompatible
-    spec; `require_compatible` turns that into the typed error."""
+    not exist, must be named `<name>.compat-<stamp>` and is removed at the end, once the
+    check's driver is gone. `timeout_s` bounds the check's driver (from its submit to its
+    end); past it the driver is killed and `CompatCheckError` raised, as when the driver dies
+    without a word. The result's `compatible` is False for an incompatible spec;
+    `require_compatible` turns that into the typed error."""
     started = time.monotonic()
     reader = CheckpointReader(spec.checkpoint_location)
     scratch = scratch or default_scratch(spec.checkpoint_location, now_ms())
     target = open_location(scratch)
     if target.has_files():
         raise CompatCheckError(f"{target.url}: the compatibility check's copy location is in use")
+    refusal = scratch_refusal(spec.checkpoint_location, scratch)
+    if refusal is not None:
+        raise CompatCheckError(refusal)
+    ref: JobRef | None = None
     try:
         copy = copy_for_rerun(reader, target) if reader.exists() else None
         if copy is None:
@@ -187,7 +239,12 @@ def check_compatibility(
             target.url,
             copy.batch,
         )
-        report, where = _run_check(backend, check_spec(spec, scratch), options, timeout_s)
+        derived = check_spec(spec, scratch)
+        # Never restarted: a second driver would run on a copy that is being removed.
+        submitted = backend.submit(derived, replace(options, restart_policy=None))
+        ref = submitted.ref
+        where = str(submitted.details.get("log_file") or ref)
+        report = _await_report(backend, ref, derived, where, timeout_s)
         after = CheckpointReader(target).position().latest_committed
         new_operators = stateful_operators(
             (rel for rel, _size in target.walk_files(STATE_DIR)), version=copy.batch + 1
@@ -206,37 +263,34 @@ def check_compatibility(
             new_operators=tuple(new_operators),
         )
     finally:
-        _remove(target)
+        _clean_up(backend, ref, target, spec.checkpoint_location)
     result = replace(result, seconds=time.monotonic() - started)
     log.info("compatibility check of %s: %s", spec.job_name, result.to_dict())
     return result
 
 
-def _run_check(
-    backend: JobBackend, spec: JobSpec, options: SubmitOptions, timeout_s: float
-) -> tuple[StoppedReport | None, str]:
-    """Start the check's driver (never restarted) and wait, bounded, for its report;
-    returns the report and where the driver's log is (or what it was)."""
-    submitted = backend.submit(spec, replace(options, restart_policy=None))
-    ref = submitted.ref
-    where = str(submitted.details.get("log_file") or ref)
+def _await_report(
+    backend: JobBackend, ref: JobRef, spec: JobSpec, where: str, timeout_s: float
+) -> StoppedReport | None:
+    """Wait, bounded, for the report of the check's driver `ref`; None when the driver ended
+    without one. Past `timeout_s` the driver is killed and `CompatCheckError` raised (`where`:
+    its log, or what it was)."""
     control = ControlFolder(spec.checkpoint_location)
     deadline = time.monotonic() + timeout_s
-    while True:
+    for _ in range(math.ceil(timeout_s / POLL_S) + 1):
         report = control.read_stopped()
-        alive = _alive(backend, ref)
         if report is not None:
-            _wait_gone(backend, ref, EXIT_GRACE_S)
-            return report, where
-        if alive is False:
-            return control.read_stopped(), where  # written just before it exited, or never
+            return report
+        if _alive(backend, ref) is False:
+            return control.read_stopped()  # written just before it exited, or never
         if time.monotonic() > deadline:
-            backend.force_kill(ref)
-            raise CompatCheckError(
-                f"compatibility check of {spec.job_name}: no result within {timeout_s:g}s; "
-                f"its driver was killed ({where})"
-            )
+            break
         time.sleep(POLL_S)
+    backend.force_kill(ref)
+    raise CompatCheckError(
+        f"compatibility check of {spec.job_name}: no result within {timeout_s:g}s; "
+        f"its driver was killed ({where})"
+    )
 
 
 def _alive(backend: JobBackend, ref: JobRef) -> bool | None:
@@ -246,16 +300,72 @@ def _alive(backend: JobBackend, ref: JobRef) -> bool | None:
     return alive
 
 
-def _wait_gone(backend: JobBackend, ref: JobRef, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while _alive(backend, ref) is True and time.monotonic() < deadline:
-        time.sleep(0.2)
+def _gone_poll_s() -> float:
+    return POLL_S / GONE_POLLS_PER_POLL
 
 
-def _remove(target: Location) -> None:
-    """Remove the copy (never the job's checkpoint: `target` is the check's own location)."""
-    try:
-        if target.exists():
-            target.fs.rm(target.path(), recursive=True)
-    except (OSError, KafkaSparkError) as exc:
-        log.warning("compatibility check: could not remove its copy %s: %s", target.url, exc)
+def _wait_gone(backend: JobBackend, ref: JobRef) -> bool | None:
+    """Whether the check's driver is gone: True once its backend says so; False when it still
+    runs after GONE_POLLS polls (or their time); None when the backend cannot tell (a driver
+    of another host), which waiting would not change, or did not answer."""
+    poll_s = _gone_poll_s()
+    deadline = time.monotonic() + GONE_POLLS * poll_s
+    answer: bool | None = None
+    for _ in range(GONE_POLLS):
+        try:
+            alive = _alive(backend, ref)
+        except Exception as exc:  # noqa: BLE001 - asked again; the copy goes in any case
+            log.warning("compatibility check: could not learn whether %s is gone: %s", ref, exc)
+            answer = None
+        else:
+            if alive is None:
+                return None
+            if not alive:
+                return True
+            answer = False
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(poll_s)
+    return answer
+
+
+def _clean_up(backend: JobBackend, ref: JobRef | None, target: Location, checkpoint: str) -> None:
+    """Remove the check's copy once its driver `ref` (None: none was started) is gone, as the
+    module doc says. Never raises: the verdict stands whatever the removal meets, and what is
+    left is logged, naming the copy's URL."""
+    refusal = scratch_refusal(checkpoint, target.url)
+    if refusal is not None:
+        log.error("compatibility check: %s; nothing removed", refusal)
+        return
+    gone = True if ref is None else _wait_gone(backend, ref)
+    settle_s = settle_polls(gone) * _gone_poll_s()
+    if gone is not True:
+        log.warning(
+            "compatibility check: its driver (%s) is %s; its copy %s is removed now, and again "
+            "in %.0fs if anything came back",
+            ref,
+            "still running" if gone is False else "not known to be gone",
+            target.url,
+            settle_s,
+        )
+    remove_tree(target, thorough=False)
+    time.sleep(settle_s)
+    left = listed_entries(target)
+    if left:
+        log.info(
+            "compatibility check: %d entries of its copy %s listed after its removal "
+            "(first: %s); removing them",
+            len(left),
+            target.url,
+            ", ".join(left[:5]),
+        )
+        remove_tree(target, thorough=True)
+        left = listed_entries(target)
+    if left:
+        log.warning(
+            "compatibility check: its copy %s still holds %d entries after two removals "
+            "(first: %s); remove that prefix by hand",
+            target.url,
+            len(left),
+            ", ".join(left[:5]),
+        )
