@@ -3,10 +3,11 @@ the API server of the cncf-kubernetes provider's `kubernetes` connection, throug
 KubernetesHook and the official `kubernetes` client.
 
 A submit writes three objects of one name in the namespace the `spark` connection's extra
-`namespace` gives: the Job (created suspended), a ConfigMap with what the driver reads (the
-job spec, the provider's code as a zip, the job's shipped `python_path` entries) and, when
-the job has storage credentials, a Secret with them as variables. The ConfigMap and Secret are
-owned by the Job, so deleting it removes all three. The reference holds the Job's namespace,
+`namespace` gives: the Job (created suspended), a ConfigMap with the code the driver imports
+(the provider's code as a zip, the job's shipped `python_path` entries) and a Secret with the
+job spec the driver reads (mounted as a file; the spec's own secrets left out) and, as
+variables, those secrets and the storage credentials. The ConfigMap and Secret are owned by
+the Job, so deleting it removes all three. The reference holds the Job's namespace,
 name and uid: status and kill read the Job under that name and act only when its uid and its
 job annotation match. Status, kill and the Job's restart policy need no host of the submit:
 any host with API access acts on the reference."""

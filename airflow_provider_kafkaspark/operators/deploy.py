@@ -50,8 +50,9 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
         ``restartNonce``): a new value restarts an unchanged spec, e.g. ``"{{ ds }}"`` in a
         scheduled restart window.
     :param warm_handover: in a ``savepoint`` upgrade, start the new driver as a standby while
-        the old one runs (local and standalone backends), so the downtime is a stop and a
-        query start; two drivers of the job run for a while.
+        the old one runs (on any backend: the standby is submitted through the job's own, on
+        YARN as a second application), so the downtime is a stop and a query start; two
+        drivers of the job run for a while.
 
     Links, lineage: as for ``SubmitStreamingJobOperator`` (the links name the driver that runs
     after the deploy). Metrics: ``submits``; ``restarts`` for an upgrade.
