@@ -12,6 +12,7 @@ from airflow_provider_kafkaspark.core.health.inputs import WatchInputs
 from airflow_provider_kafkaspark.core.health.slo import SloFacts
 
 if TYPE_CHECKING:
+    from airflow_provider_kafkaspark.core.control.reports import ProgressFile
     from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
 
 # The total duration of a batch in Spark's progress (planning, reading, writing, committing).
@@ -27,13 +28,22 @@ class WatcherInputs:
     batch_duration_ms: int | None = None
     # Why the lag is unknown although a batch was committed (Kafka's error, for the log).
     kafka_error: str | None = None
-    # The driver's lag commits failing in a row (0 while they succeed; None: no progress file).
-    lag_commit_failures: int | None = None
-    lag_commits_failing: str | None = None
+    # The driver's progress file (None: none, or unreadable): what it says of its lag commits.
+    progress: ProgressFile | None = None
 
     @property
     def facts(self) -> SloFacts:
         return SloFacts(self.latest_committed, self.lag_by_topic)
+
+    @property
+    def lag_commit_failures(self) -> int | None:
+        """The driver's lag commits failed in a row (0 while they succeed; None: unknown)."""
+        return None if self.progress is None else self.progress.lag_commit_failures_in_a_row
+
+    @property
+    def lag_commits_failing(self) -> str | None:
+        """`lag commits failing since ...`, or None."""
+        return None if self.progress is None else self.progress.lag_commits_failing()
 
 
 def read_watcher_inputs(checkpoint: str, kafka: KafkaFacade) -> WatcherInputs:
@@ -57,8 +67,6 @@ def read_watcher_inputs(checkpoint: str, kafka: KafkaFacade) -> WatcherInputs:
     except ControlFileError:
         progress = None
     last = None if progress is None else progress.last_batch
-    failures = None if progress is None else progress.lag_commit_failures_in_a_row
-    failing = None if progress is None else progress.lag_commits_failing()
     duration = None if last is None else last.duration_ms.get(BATCH_DURATION_KEY)
     duration_ms = None if duration is None else int(duration)
     reader = CheckpointReader(checkpoint)
@@ -68,8 +76,7 @@ def read_watcher_inputs(checkpoint: str, kafka: KafkaFacade) -> WatcherInputs:
             None,
             None,
             duration_ms,
-            lag_commit_failures=failures,
-            lag_commits_failing=failing,
+            progress=progress,
         )
     position = reader.position()
     error = None
@@ -86,6 +93,5 @@ def read_watcher_inputs(checkpoint: str, kafka: KafkaFacade) -> WatcherInputs:
         lags,
         duration_ms,
         error,
-        lag_commit_failures=failures,
-        lag_commits_failing=failing,
+        progress=progress,
     )
