@@ -368,7 +368,7 @@ def _run(
     on_output: OutputSeen | None,
     state: dict[str, str],
 ) -> dict[str, Any]:
-    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+    from confluent_kafka.admin import AdminClient, NewPartitions
 
     from airflow_provider_kafkaspark.core.control.lease import now_ms
     from airflow_provider_kafkaspark.core.kafka.admin import KafkaFacade
@@ -393,9 +393,8 @@ def _run(
         bootstrap = cluster.bootstrap_servers
         _say(f"Kafka is up at {bootstrap}")
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        topics = [NewTopic(SOURCE, 3, 1), NewTopic(SINK, 3, 1), NewTopic(AUDIT, 1, 1)]
-        for future in admin.create_topics(topics).values():
-            future.result()
+        for topic, partitions in ((SOURCE, 3), (SINK, 3), (AUDIT, 1)):
+            cluster.create_topic(topic, partitions)
         env = {**airflow_env(workdir, bootstrap, connection_extra), **state}
         _say("preparing an Airflow home on SQLite (airflow db migrate)")
         airflow(env, "db", "migrate", timeout=300)

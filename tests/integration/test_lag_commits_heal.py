@@ -36,12 +36,8 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 @pytest.fixture
 def three_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
-    cluster = LocalKafkaCluster(tmp_path_factory.mktemp("kafka3"), brokers=3)
-    cluster.start()
-    try:
+    with LocalKafkaCluster(tmp_path_factory.mktemp("kafka3"), brokers=3) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def group_tool(bootstrap: str, *args: str) -> str | None:
