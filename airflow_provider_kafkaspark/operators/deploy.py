@@ -29,8 +29,8 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
     control folder).
 
     :param job_spec, kafka_conn_id, spark_conn_id, kubernetes_conn_id, master, workdir, jars,
-        aws_conn_id, max_restarts, restart_window_s, restart_backoff_s, probe_bootstrap:
-        as for ``SubmitStreamingJobOperator``.
+        aws_conn_id, max_restarts, restart_window_s, restart_backoff_s, probe_bootstrap,
+        allow_local_driver: as for ``SubmitStreamingJobOperator``.
     :param upgrade_mode: ``savepoint`` (stop at a batch boundary with a savepoint, restore it),
         ``last-state`` (stop at a batch boundary, continue the checkpoint) or ``stateless``
         (stop with a savepoint, start on fresh state from its Kafka offsets).

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_kafkaspark.backends.base import JobBackend, SubmitOptions
     from airflow_provider_kafkaspark.core.cluster.job_ref import JobRef
+    from airflow_provider_kafkaspark.core.cluster.local_driver_policy import SubmitHost
     from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
     from airflow_provider_kafkaspark.hooks.kafkaspark import KafkaSparkHook
 
@@ -37,6 +38,11 @@ class SubmitStreamingJobOperator(BaseOperator):
         spec's ``spark_conf`` as ``spark.kubernetes.container.image``). A ``k8s://`` master
         in client mode is refused. The result's ``job_ref`` names the driver for stop and
         health tasks.
+    :param allow_local_driver: run a local driver (no ``spark_conn_id``, a ``local[...]``
+        ``master``) even where it is refused by default: in a Kubernetes pod (deleted when
+        the task ends, and the driver with it), or under the Celery, Kubernetes or Edge
+        executor (tasks run on hosts the executor picks, so the stop and health tasks may not
+        reach the driver's host). Without it such a submit fails at once, saying why.
     :param kubernetes_conn_id: a cncf-kubernetes ``kubernetes`` connection for the API
         server (default: ``kubernetes_default`` if defined, else this host's kubeconfig or
         the worker pod's service account); stop and health tasks use that default.
@@ -106,6 +112,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         standby_timeout_s: float = 900.0,
         standby_ready_timeout_s: float = 600.0,
         handover_from: dict[str, Any] | None = None,
+        allow_local_driver: bool = False,
         **kwargs: Any,
     ) -> None:
         # Each key of the handle is its own XCom too: submit.output["since_batch"].
@@ -141,6 +148,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         self.standby_timeout_s = standby_timeout_s
         self.standby_ready_timeout_s = standby_ready_timeout_s
         self.handover_from = handover_from
+        self.allow_local_driver = allow_local_driver
         # The spec a run submitted, on its connection's servers: lineage after the run.
         self._ran_spec: JobSpec | None = None
 
@@ -333,11 +341,23 @@ class SubmitStreamingJobOperator(BaseOperator):
     def _backend(self, hook: KafkaSparkHook) -> JobBackend:
         """The deployment backend: the `spark` connection's master and deploy mode, else
         `master` on this host."""
-        from airflow_provider_kafkaspark.backends import deployment_backend
+        from airflow_provider_kafkaspark.backends import (
+            BackendKind,
+            backend_kind,
+            deployment_backend,
+        )
+        from airflow_provider_kafkaspark.core.cluster.local_driver_policy import (
+            local_driver_refusal,
+        )
+        from airflow_provider_kafkaspark.errors import InvalidArgumentError
 
         master, deploy_mode = self.master, None
         if self.spark_conn_id:
             master, deploy_mode = hook.spark_connection()
+        elif backend_kind(master, deploy_mode) is BackendKind.LOCAL:
+            refusal = local_driver_refusal(submit_host(), master, self.allow_local_driver)
+            if refusal:
+                raise InvalidArgumentError(f"task {self.task_id!r}: {refusal}")
         return deployment_backend(
             master,
             deploy_mode,
@@ -345,6 +365,20 @@ class SubmitStreamingJobOperator(BaseOperator):
             jars=self.jars,
             kubernetes_conn_id=self.kubernetes_conn_id,
         )
+
+
+def submit_host() -> SubmitHost:
+    """Where this task runs, as Airflow's configuration and Kubernetes' variables say."""
+    import os
+
+    from airflow.configuration import conf
+
+    from airflow_provider_kafkaspark.core.cluster.local_driver_policy import SubmitHost
+
+    configured = str(conf.get("core", "executor", fallback="") or "")
+    # Airflow 3 takes a list, each entry a class name or `alias:module.Class`.
+    executors = tuple(e.split(":")[-1].strip() for e in configured.split(",") if e.strip())
+    return SubmitHost(executors, bool(os.environ.get("KUBERNETES_SERVICE_HOST")))
 
 
 def _describe(handle: dict[str, Any]) -> str:

@@ -37,3 +37,30 @@ def test_the_handover_handle_is_a_templated_field_and_a_standby_takes_no_restore
         SubmitStreamingJobOperator(
             task_id="s", job_spec={}, standby=True, restore_from="latest", savepoint_root="/sp"
         )
+
+
+def test_submit_host_reads_the_executor_list_and_the_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_provider_kafkaspark.operators.submit import submit_host
+
+    monkeypatch.setenv(
+        "AIRFLOW__CORE__EXECUTOR", "LocalExecutor,fast:airflow.providers.celery.CeleryExecutor"
+    )
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    host = submit_host()
+    assert host.executors == ("LocalExecutor", "airflow.providers.celery.CeleryExecutor")
+    assert host.in_kubernetes_pod
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    assert not submit_host().in_kubernetes_pod
+
+
+def test_a_submit_without_a_spark_connection_in_a_pod_fails_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow_provider_kafkaspark.errors import InvalidArgumentError
+
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    op = SubmitStreamingJobOperator(task_id="submit", job_spec={})
+    with pytest.raises(InvalidArgumentError, match=r"task 'submit'.*allow_local_driver=True"):
+        op._backend(hook=None)  # type: ignore[arg-type]  # no connection is read
+    allowed = SubmitStreamingJobOperator(task_id="s", job_spec={}, allow_local_driver=True)
+    assert type(allowed._backend(hook=None)).__name__ == "LocalBackend"  # type: ignore[arg-type]
