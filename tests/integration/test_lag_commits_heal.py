@@ -97,6 +97,17 @@ def group_matches_checkpoint(bootstrap: str, checkpoint: str) -> bool:
     return bool(committed) and group_offsets(bootstrap) == committed
 
 
+def group_reached(
+    group: dict[str, dict[int, int]] | None, target: dict[str, dict[int, int]]
+) -> bool:
+    """Every partition of `target` has a group offset at or past it."""
+    return group is not None and all(
+        group.get(topic, {}).get(partition, -1) >= offset
+        for topic, offsets in target.items()
+        for partition, offset in offsets.items()
+    )
+
+
 def trickle(bootstrap: str, stop: threading.Event, start_value: int) -> None:
     """New records every half second, so the driver keeps planning batches (and committing
     their offsets to the lag group) while the coordinator moves."""
@@ -170,12 +181,17 @@ def test_lag_commits_resume_after_the_coordinator_moves_back(
         )
         print(f"coordinator moved from broker {moved[0]} back to {preferred}")
 
-        # Lag commits resume: the group follows the checkpoint again while records arrive.
+        # Lag commits resume while records arrive: the group reaches the offsets the checkpoint
+        # had committed once the coordinator was back. A moving target (the group equal to the
+        # checkpoint now) is not asked for: Kafka's tool takes seconds to answer, and batches
+        # commit every second meanwhile.
+        target = CheckpointReader(checkpoint).position().committed_offsets
         wait_until(
             driver,
-            "the lag group to follow the checkpoint after the move",
-            lambda: group_matches_checkpoint(bootstrap, checkpoint),
+            "the lag group to reach the checkpoint's offsets after the move",
+            lambda: group_reached(group_offsets(bootstrap), target),
             timeout=90,
+            seen=lambda: {"target": target, "group": group_offsets(bootstrap)},
         )
         recovered_s = time.monotonic() - moved_back
         stop_trickle.set()
