@@ -29,6 +29,7 @@ from airflow_provider_kafkaspark.backends.base import (
     shippable,
 )
 from airflow_provider_kafkaspark.core.cluster import kubernetes_job as manifest
+from airflow_provider_kafkaspark.core.cluster import kubernetes_pod as pods
 from airflow_provider_kafkaspark.core.cluster.job_ref import (
     JobRef,
     KubernetesJobRef,
@@ -148,8 +149,12 @@ class KubernetesBackend:
     def submit(self, spec: JobSpec, options: SubmitOptions) -> Submitted:
         from kubernetes import client
 
+        templates = pod_templates(spec)
         settings = manifest.DriverPodSettings.from_spark_conf(
-            spec.spark_conf, self.namespace(), job_name=spec.job_name
+            spec.spark_conf,
+            self.namespace(),
+            job_name=spec.job_name,
+            template=templates.get(pods.DRIVER_TEMPLATE_KEY),
         )
         if self.node_lost_after_s is not None:
             settings = dataclasses.replace(settings, node_lost_after_s=self.node_lost_after_s)
@@ -175,6 +180,21 @@ class KubernetesBackend:
         # get only the storage credentials: the Kafka settings reach them from the driver.
         spec, env = shippable(spec, options.env)
         code, shipped_spec = self._job_files(spec, settings, name, sorted(options.env))
+        files = dict(code)
+        executor_template = templates.get(pods.EXECUTOR_TEMPLATE_KEY)
+        if executor_template is not None:
+            # Spark's driver reads the executors' template from its own file system: the
+            # file travels in the ConfigMap, and the shipped spec names it there.
+            files[pods.EXECUTOR_TEMPLATE_FILE] = _b64(_yaml(executor_template))
+            shipped_spec = dataclasses.replace(
+                shipped_spec,
+                spark_conf={
+                    **shipped_spec.spark_conf,
+                    pods.EXECUTOR_TEMPLATE_KEY: (
+                        f"{manifest.JOB_FILES}/{pods.EXECUTOR_TEMPLATE_FILE}"
+                    ),
+                },
+            )
         job = self._call(
             f"creating Job {name} in {where}",
             batch.create_namespaced_job,
@@ -204,7 +224,7 @@ class KubernetesBackend:
                 f"creating ConfigMap {name} in {where}",
                 core.create_namespaced_config_map,
                 settings.namespace,
-                _owned(name, settings.namespace, owner, binaryData=code),
+                _owned(name, settings.namespace, owner, binaryData=files),
             )
             secret = {manifest.SPEC_KEY: shipped_spec.to_json(), **env}
             self._call(
@@ -244,8 +264,6 @@ class KubernetesBackend:
         """The ConfigMap's zips (base64, as binaryData wants; in the order the driver imports
         them) and the spec the driver runs: naming the shipped zips, and with the settings
         that make its executors pods of the same image and namespace."""
-        import base64
-
         from airflow_provider_kafkaspark.backends.package_archive import (
             package_zip,
             ship_python_path,
@@ -257,7 +275,7 @@ class KubernetesBackend:
             raw = {p.name: p.read_bytes() for p in [package_zip(folder), *shipped]}
         manifest.check_config_map_size(raw, spec.job_name)
         conf = {
-            **manifest.driver_spark_conf(settings, name, env_names),
+            **manifest.driver_spark_conf(settings, name, env_names, shipped_spec.spark_conf),
             **shipped_spec.spark_conf,
         }
         # The shipped entries by their path in the pod (the driver's working folder is the
@@ -265,7 +283,7 @@ class KubernetesBackend:
         mounted = {p.name: f"{manifest.JOB_FILES}/{p.name}" for p in shipped}
         python_path = tuple(mounted.get(entry, entry) for entry in shipped_spec.python_path)
         shipped_spec = dataclasses.replace(shipped_spec, spark_conf=conf, python_path=python_path)
-        return {key: base64.b64encode(data).decode() for key, data in raw.items()}, shipped_spec
+        return {key: _b64(data) for key, data in raw.items()}, shipped_spec
 
     def _wait_started(self, ref: KubernetesJobRef, image: str) -> None:
         """Wait, bounded, for the driver's container to start: a pod that never will (an
@@ -395,3 +413,35 @@ def _message(exc: Any) -> str:
         return str(json.loads(exc.body).get("message") or exc.reason)[:300]
     except (TypeError, ValueError, AttributeError):
         return str(exc.reason)[:300]
+
+
+def pod_templates(spec: JobSpec) -> dict[str, dict[str, Any]]:
+    """The pod templates the spec's Spark settings name, read from this host or the job's
+    storage and parsed: a missing or unreadable file fails the submit naming the setting."""
+    from airflow_provider_kafkaspark.core.storage.location import open_location
+    from airflow_provider_kafkaspark.errors import StorageError
+
+    found: dict[str, dict[str, Any]] = {}
+    for key in pods.TEMPLATE_KEYS:
+        given = str(spec.spark_conf.get(key) or "").strip()
+        if not given:
+            continue
+        folder, _, name = given.rstrip("/").rpartition("/")
+        try:
+            text = open_location(folder or ".").read_text(name)
+        except StorageError as exc:
+            raise InvalidInputError(f"job {spec.job_name}: spark_conf {key}: {exc}") from exc
+        found[key] = pods.parse_pod_template(text, given, spec.job_name)
+    return found
+
+
+def _yaml(pod: dict[str, Any]) -> bytes:
+    import yaml
+
+    return str(yaml.safe_dump(pod, sort_keys=False)).encode()
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode()

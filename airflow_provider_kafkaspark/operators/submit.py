@@ -254,6 +254,7 @@ class SubmitStreamingJobOperator(BaseOperator):
         from airflow_provider_kafkaspark.core.cluster.restart import RestartPolicy
         from airflow_provider_kafkaspark.core.spec.job_code import (
             check_code_visible,
+            resolve_pod_templates,
             resolve_python_path,
         )
         from airflow_provider_kafkaspark.lifecycle.inputs import job_spec_of, with_connection
@@ -261,6 +262,7 @@ class SubmitStreamingJobOperator(BaseOperator):
 
         given = job_spec_of(self.job_spec)
         given = resolve_python_path(given, self._dag_folder())
+        given = resolve_pod_templates(given, self._dag_folder())
         check_code_visible(given)
         servers, spec_config = hook.kafka_spec_config()
         self._ran_spec = on_servers(given, servers)

@@ -21,6 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_kafkaspark.core.cluster.kubernetes_pod import (
+    NON_JVM_OVERHEAD_FACTOR,
+    DriverPodShape,
+    driver_pod_shape,
+    shaped_pod,
+)
 from airflow_provider_kafkaspark.core.cluster.restart import FINAL_EXITS, RestartPolicy
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
@@ -62,8 +68,9 @@ def resource_name(job_name: str, token: str) -> str:
 @dataclass(frozen=True)
 class DriverPodSettings:
     """What a driver pod needs besides the job: where it runs (namespace, image, service
-    account) and how a lost node is given up (seconds a pod stays bound to a node that stopped
-    answering before Kubernetes evicts it; Kubernetes' default is 300)."""
+    account), how a lost node is given up (seconds a pod stays bound to a node that stopped
+    answering before Kubernetes evicts it; Kubernetes' default is 300), and its shape from
+    Spark's settings (resources, placement, metadata, pull secrets, a pod template)."""
 
     namespace: str
     image: str
@@ -72,12 +79,19 @@ class DriverPodSettings:
     python: str = "python3"
     node_lost_after_s: int = 300
     labels: Mapping[str, str] = field(default_factory=dict)
+    shape: DriverPodShape = field(default_factory=DriverPodShape)
 
     @classmethod
     def from_spark_conf(
-        cls, conf: Mapping[str, str], namespace: str, *, job_name: str
+        cls,
+        conf: Mapping[str, str],
+        namespace: str,
+        *,
+        job_name: str,
+        template: dict[str, Any] | None = None,
     ) -> DriverPodSettings:
-        """The settings from the job's Spark settings, under Spark's own names."""
+        """The settings from the job's Spark settings, under Spark's own names (`template`:
+        the parsed `spark.kubernetes.driver.podTemplateFile`, which the caller reads)."""
         image = str(conf.get(IMAGE_KEY) or "").strip()
         if not image:
             raise InvalidInputError(
@@ -93,6 +107,7 @@ class DriverPodSettings:
             pull_policy=str(conf.get(PULL_POLICY_KEY) or "IfNotPresent"),
             python=str(python or "python3"),
             node_lost_after_s=_seconds(conf.get(NODE_LOST_KEY), job_name),
+            shape=driver_pod_shape(conf, job_name, template),
         )
 
 
@@ -149,12 +164,26 @@ def submit_args(shipped: Sequence[str]) -> str:
     return shlex.join([*args, "pyspark-shell"])
 
 
+# Executors run Python workers beside their JVM: spark-submit's cluster mode gives them the
+# non-JVM overhead factor unless a setting says otherwise; a driver in client mode would not.
+_EXECUTOR_OVERHEAD_KEYS = (
+    "spark.executor.memoryOverhead",
+    "spark.executor.memoryOverheadFactor",
+    "spark.kubernetes.memoryOverheadFactor",
+)
+
+
 def driver_spark_conf(
-    settings: DriverPodSettings, name: str, env_names: Sequence[str] = ()
+    settings: DriverPodSettings,
+    name: str,
+    env_names: Sequence[str] = (),
+    given: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Spark settings the shipped spec gains so that its executors are pods of the same
     image, namespace and service account, named after the submit, with the driver's
-    credentials from the submit's Secret (by reference: no value in Spark's settings)."""
+    credentials from the submit's Secret (by reference: no value in Spark's settings), and
+    the memory overhead a Python application's executors get from spark-submit (unless the
+    job's settings `given` name one)."""
     conf = {
         "spark.kubernetes.namespace": settings.namespace,
         IMAGE_KEY: settings.image,
@@ -164,6 +193,8 @@ def driver_spark_conf(
     }
     for key in env_names:
         conf[f"spark.kubernetes.executor.secretKeyRef.{key}"] = f"{name}:{key}"
+    if not any((given or {}).get(key) for key in _EXECUTOR_OVERHEAD_KEYS):
+        conf["spark.executor.memoryOverheadFactor"] = str(NON_JVM_OVERHEAD_FACTOR)
     return conf
 
 
@@ -235,26 +266,30 @@ def job_manifest(
             "suspend": True,
             "backoffLimit": backoff_limit(policy),
             "podFailurePolicy": failure_policy(),
-            "template": {
-                "metadata": {"labels": labels, "annotations": annotations},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "serviceAccountName": settings.service_account,
-                    "tolerations": lost,
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "job-code", "configMap": {"name": name}},
-                        {
-                            "name": "job-spec",
-                            "secret": {
-                                "secretName": name,
-                                "items": [{"key": SPEC_KEY, "path": SPEC_KEY}],
-                                "defaultMode": 0o400,
+            "template": shaped_pod(
+                {
+                    "metadata": {"labels": labels, "annotations": annotations},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "serviceAccountName": settings.service_account,
+                        "tolerations": lost,
+                        "containers": [container],
+                        "volumes": [
+                            {"name": "job-code", "configMap": {"name": name}},
+                            {
+                                "name": "job-spec",
+                                "secret": {
+                                    "secretName": name,
+                                    "items": [{"key": SPEC_KEY, "path": SPEC_KEY}],
+                                    "defaultMode": 0o400,
+                                },
                             },
-                        },
-                    ],
+                        ],
+                    },
                 },
-            },
+                CONTAINER,
+                settings.shape,
+            ),
         },
     }
 

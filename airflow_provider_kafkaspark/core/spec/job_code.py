@@ -52,6 +52,26 @@ def resolve_python_path(spec: JobSpec, base_dir: str | None) -> JobSpec:
     return dataclasses.replace(spec, python_path=tuple(resolved))
 
 
+def resolve_pod_templates(spec: JobSpec, base_dir: str | None) -> JobSpec:
+    """The spec with relative pod template files (`spark.kubernetes.driver.podTemplateFile`,
+    `spark.kubernetes.executor.podTemplateFile`) made absolute against `base_dir` (the DAG
+    file's folder), as `python_path` entries are; the submit reads them there."""
+    from airflow_provider_kafkaspark.core.cluster.kubernetes_pod import TEMPLATE_KEYS
+
+    conf = dict(spec.spark_conf)
+    for key in TEMPLATE_KEYS:
+        entry = str(conf.get(key) or "")
+        if not entry or not is_local(entry) or os.path.isabs(entry):
+            continue
+        if base_dir is None:
+            raise JobSpecError(
+                f"job spec field 'spark_conf.{key}': {entry!r} is relative and there is no "
+                f"DAG folder to resolve it against; give an absolute path"
+            )
+        conf[key] = os.path.normpath(os.path.join(base_dir, entry))
+    return dataclasses.replace(spec, spark_conf=conf)
+
+
 def check_code_visible(spec: JobSpec, search_path: Sequence[str] | None = None) -> None:
     """Fail fast, naming the field, when a local `python_path` entry does not exist or the
     transformation's top-level module is found neither there nor on `search_path` (default:

@@ -5,6 +5,7 @@ reached for real), each a typed error naming what was expected."""
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -65,3 +66,19 @@ def test_a_spec_without_an_image_is_refused_before_any_call() -> None:
     )
     with pytest.raises(InvalidInputError, match=r"spark\.kubernetes\.container\.image"):
         unreachable().submit(spec, SubmitOptions(workdir="/tmp"))
+
+
+def test_pod_templates_are_read_and_a_missing_one_is_named(tmp_path: Path) -> None:
+    from airflow_provider_kafkaspark.backends.kubernetes import pod_templates
+
+    base = job_spec_dict(bootstrap_servers="k:9092", checkpoint="s3://b/cp")
+    driver = tmp_path / "driver.yaml"
+    driver.write_text("kind: Pod\nspec: {priorityClassName: high}\n")
+    key = "spark.kubernetes.driver.podTemplateFile"
+    spec = JobSpec.from_dict({**base, "spark_conf": {key: str(driver)}})
+    assert pod_templates(spec) == {key: {"kind": "Pod", "spec": {"priorityClassName": "high"}}}
+    missing = str(tmp_path / "executor.yaml")
+    other = "spark.kubernetes.executor.podTemplateFile"
+    spec = JobSpec.from_dict({**base, "spark_conf": {other: missing}})
+    with pytest.raises(InvalidInputError, match=rf"spark_conf {other}: .*executor\.yaml"):
+        pod_templates(spec)

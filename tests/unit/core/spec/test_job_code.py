@@ -139,3 +139,27 @@ def test_shipping_writes_importable_deterministic_files(tmp_path: Path) -> None:
 def test_a_plan_entry_records_where_it_came_from() -> None:
     (item,) = ship_plan(["/dags/a/jobs"], KINDS.get)
     assert item == ShippedEntry(0, "/dags/a/jobs", "python_path_0_jobs.zip", "zip")
+
+
+def test_relative_pod_templates_resolve_against_the_dag_folder() -> None:
+    from airflow_provider_kafkaspark.core.spec.job_code import resolve_pod_templates
+
+    given = spec([])
+    given = JobSpec.from_dict(
+        {
+            **given.to_dict(),
+            "spark_conf": {
+                "spark.kubernetes.driver.podTemplateFile": "pods/driver.yaml",
+                "spark.kubernetes.executor.podTemplateFile": "s3://bucket/executor.yaml",
+            },
+        }
+    )
+    resolved = resolve_pod_templates(given, "/dags/team")
+    assert resolved.spark_conf["spark.kubernetes.driver.podTemplateFile"] == (
+        "/dags/team/pods/driver.yaml"
+    )
+    assert resolved.spark_conf["spark.kubernetes.executor.podTemplateFile"] == (
+        "s3://bucket/executor.yaml"
+    )
+    with pytest.raises(JobSpecError, match=r"spark_conf\.spark\.kubernetes\.driver"):
+        resolve_pod_templates(given, None)
