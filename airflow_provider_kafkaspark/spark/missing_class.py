@@ -4,7 +4,7 @@ system) Spark did not find, and which Maven artifact provides it.
 A missing class never heals on a restart: the next driver gets the same jars. So a query
 whose start fails on one is a bad job (`spark.managed.is_bad_job`), and its stopped report
 names the artifact to add. The artifacts are the ones `versions.py` lists for each Spark
-release (what `make setup` resolves and the README's jar list shows); this module only knows
+release (what `make setup` resolves and docs/production.md's jar list shows); this module only knows
 which Java packages each of them holds. Pure functions over the error's text: no pyspark.
 """
 

@@ -1,11 +1,12 @@
-"""The README's list of the jars a driver needs, written from `versions.py`: the same lists
-`kafkaspark_devstack/jars.py` resolves, so the README cannot name fewer jars than the setup
-fetches (it once left out `spark-hadoop-cloud`, and a job built from it failed at start on S3).
+"""The docs' list of the jars a driver needs (docs/production.md, "What the hosts need"),
+written from `versions.py`: the same lists `kafkaspark_devstack/jars.py` resolves, so the docs
+cannot name fewer jars than the setup fetches (the README's list, where it lived first, once
+left out `spark-hadoop-cloud`, and a job built from it failed at start on S3).
 
-    python -m kafkaspark_devstack.readme_jars          # rewrite README.md
+    python -m kafkaspark_devstack.readme_jars          # rewrite docs/production.md
     python -m kafkaspark_devstack.readme_jars --check  # exit 1 if stale
 
-`tests/unit/test_readme_jars.py` fails when the README's block differs from this output.
+`tests/unit/test_readme_jars.py` fails when the block differs from this output.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ BEGIN = (
     "`python -m kafkaspark_devstack.readme_jars`; do not edit -->"
 )
 END = "  <!-- end of the jar list -->"
-README = Path(__file__).resolve().parents[2] / "README.md"
+# The page that holds the list (the README's "Running in production" held it once).
+DOC = Path(__file__).resolve().parents[2] / "docs" / "production.md"
 _WIDTH = 92
 _MODULE = "kafkaspark_devstack.readme_jars"
 
@@ -54,31 +56,33 @@ def jar_list() -> str:
     return "\n".join([BEGIN, *(_item(SPARK_LINES[v]) for v in releases), END])
 
 
-def rewritten(readme: str, source: str = "README.md") -> str:
-    """`readme` with its block replaced; a typed error when the markers are not there once."""
-    if readme.count(BEGIN) != 1 or readme.count(END) != 1:
+def rewritten(doc: str, source: str = "docs/production.md") -> str:
+    """`doc` with its block replaced; a typed error when the markers are not there once."""
+    if doc.count(BEGIN) != 1 or doc.count(END) != 1:
         raise InvalidInputError(
             f"{source}: expected one jar list between {BEGIN.strip()!r} and {END.strip()!r}"
         )
-    head, rest = readme.split(BEGIN, 1)
+    head, rest = doc.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return head + jar_list() + tail
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md is stale")
-    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the list is stale")
+    parser.add_argument(
+        "--doc", type=Path, default=DOC, help="the Markdown file that holds the list"
+    )
     args = parser.parse_args(argv)
-    current = args.readme.read_text()
-    wanted = rewritten(current, str(args.readme))
+    current = args.doc.read_text()
+    wanted = rewritten(current, str(args.doc))
     if wanted == current:
         return 0
     if args.check:
-        print(f"{args.readme}: the jar list differs from versions.py: run python -m {_MODULE}")
+        print(f"{args.doc}: the jar list differs from versions.py: run python -m {_MODULE}")
         return 1
-    args.readme.write_text(wanted)
-    print(f"{args.readme}: jar list rewritten")
+    args.doc.write_text(wanted)
+    print(f"{args.doc}: jar list rewritten")
     return 0
 
 

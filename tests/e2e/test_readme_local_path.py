@@ -1,4 +1,4 @@
-"""The README's path for running DAGs on the local stack ("In Airflow", the block after
+"""The README's path for running DAGs on the local stack ("Quick start", the block after
 "Against the local stack"), run line by line as a reader would: from a folder that looks like
 the checkout after `make setup`, with none of the settings the dev stack or the test session
 make for themselves (issue 44: `KAFKASPARK_JARS_DIR`, which only the dev stack's commands

@@ -1,5 +1,5 @@
 """What the Kubernetes tests need of the local cluster besides the launcher: an API client
-from its kubeconfig, a namespace with the driver's service account and RBAC (the README's
+from its kubeconfig, a namespace with the driver's service account and RBAC (the documented
 `docs/kubernetes/driver-rbac.yaml`), the pods of a Job, and the driver process of a pod as
 this machine sees it (a pod's processes are processes of the node, here this host)."""
 
@@ -26,7 +26,8 @@ def kube_api(k8s: LocalKubernetesCluster) -> Any:
 
 
 def make_namespace(k8s: LocalKubernetesCluster, namespace: str = NAMESPACE) -> None:
-    """The namespace with the README's RBAC for the drivers and for the Airflow side (once)."""
+    """The namespace with the documented RBAC (docs/kubernetes/) for the drivers and for the
+    Airflow side (once)."""
     prepare_namespace(k8s.kubeconfig, namespace)
 
 
@@ -34,7 +35,7 @@ def airflow_kubeconfig(
     k8s: LocalKubernetesCluster, target: Path, namespace: str = NAMESPACE
 ) -> Path:
     """A kubeconfig for the Airflow side's service account: the tests' submits, stops and
-    status calls run with the README's RBAC, not as an admin."""
+    status calls run with the documented RBAC, not as an admin."""
     return account_kubeconfig(k8s.kubeconfig, namespace, target)
 
 

@@ -1,9 +1,10 @@
-"""README.md and docs/*.md say only what the code has.
+"""README.md, CONTRIBUTING.md and docs/*.md say only what the code has.
 
 - Every `kafkaspark ...` line (fenced or inline code) names subcommands, action words and
-  flags the CLI parser has, the dev stack's `local` included; and outside the README's
-  sections about this repository (the local stack, tests, benchmarks, layout) a
-  `kafkaspark local ...` command is offered only where the text says it is the dev stack's.
+  flags the CLI parser has, the dev stack's `local` included; and outside the development
+  material (CONTRIBUTING.md, the README's sections about this repository, the docs pages for
+  contributors) a `kafkaspark local ...` command is offered only where the text says it is
+  the dev stack's.
   "In Airflow"'s backend table has a row per backend kind.
 - `ClassName(arg=...)` of an operator or sensor (inline, or a call in a Python example), and
   an `arg=value` span in a paragraph, list item or table row naming such a class, name
@@ -35,13 +36,22 @@ from kafkaspark_devstack.commands import local as devstack_local
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+DOCS = [README, CONTRIBUTING, *sorted((ROOT / "docs").glob("*.md"))]
 RELIABILITY_DOC = ROOT / "docs" / "reliability.md"
 
-# README sections about the repository itself (its dev stack, tests, benchmarks, layout):
-# there a `kafkaspark local ...` line is what it says. Everywhere else the README speaks to
-# the people who run the provider, so a dev-stack command there must say it is one.
-DEV_SECTIONS = {"The local stack", "Two commands", "Tests", "Benchmarks", "Reliability", "Layout"}
+# Development material: there a `kafkaspark local ...` line is what it says. All of
+# CONTRIBUTING.md and the docs pages for contributors (the test tiers, benchmarks, the
+# reliability figures, the design notes with their test bed), and the README's sections about
+# the repository itself (its quick start on the local stack, the pointer to CONTRIBUTING.md).
+# Everywhere else the docs speak to the people who run the provider, so a dev-stack command
+# there must say it is one.
+DEV_DOCS = {
+    CONTRIBUTING,
+    *(ROOT / "docs" / name for name in ("testing.md", "benchmarks.md", "reliability.md")),
+    ROOT / "docs" / "design.md",
+}
+DEV_SECTIONS = {"Quick start", "Developing this project"}
 SAYS_DEV_STACK = re.compile(r"dev stack|local stack|\./devstack\b", re.I)
 
 # Where the variables a doc names must be read (source text, never the docs themselves).
@@ -267,9 +277,11 @@ def all_commands() -> Iterator[Command]:
 def test_the_docs_find_kafkaspark_command_lines() -> None:
     """The matcher sees the lines it is meant to check (a broken one would pass everything)."""
     seen = {(rel(c.path), c.words[:2]) for c in all_commands()}
-    for expected in [("job", "stop"), ("deploy", "apply"), ("local", "kafka"), ("local", "yarn")]:
+    for expected in [("job", "stop"), ("deploy", "apply"), ("local", "kafka")]:
         assert ("README.md", expected) in seen, f"README.md: no `kafkaspark {' '.join(expected)}`"
+    assert ("CONTRIBUTING.md", ("local", "yarn")) in seen
     assert ("docs/testing.md", ("local", "yarn")) in seen
+    assert ("docs/cli.md", ("local", "s3")) in seen
 
 
 def test_every_kafkaspark_command_line_names_what_the_parser_has() -> None:
@@ -281,17 +293,27 @@ def test_every_kafkaspark_command_line_names_what_the_parser_has() -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_the_readme_offers_no_dev_stack_command_as_a_production_step() -> None:
+def is_dev_material(command: Command) -> bool:
+    return command.path in DEV_DOCS or (command.path == README and command.section in DEV_SECTIONS)
+
+
+def test_the_user_docs_offer_no_dev_stack_command_as_a_production_step() -> None:
     problems = [
-        f"README.md:{c.line}: {c.text!r} (section {c.section!r}) is a dev stack command "
+        f"{rel(c.path)}:{c.line}: {c.text!r} (section {c.section!r}) is a dev stack command "
         f"(`kafkaspark local ...`, `pip install ./devstack`) offered without saying so"
         for c in all_commands()
-        if c.path == README
-        and c.words[:1] == ("local",)
-        and c.section not in DEV_SECTIONS
-        and not c.says_dev_stack
+        if c.words[:1] == ("local",) and not is_dev_material(c) and not c.says_dev_stack
     ]
     assert not problems, "\n".join(problems)
+
+
+def test_the_readme_s_dev_sections_are_its_titles() -> None:
+    """DEV_SECTIONS names sections the README has: a renamed title would silently make its
+    dev-stack commands count as production steps, or a new one exempt."""
+    titles = {
+        line[3:].strip() for line in README.read_text().splitlines() if line.startswith("## ")
+    }
+    assert DEV_SECTIONS <= titles, f"DEV_SECTIONS {sorted(DEV_SECTIONS - titles)} not in README.md"
 
 
 def test_the_readme_s_backend_table_has_every_backend() -> None:

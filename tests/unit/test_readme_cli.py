@@ -1,5 +1,6 @@
-"""The README's CLI lines for `deploy apply` and `local kafka|s3 start` name flags the parser
-has: a flag renamed or dropped fails here rather than in a reader's terminal."""
+"""The docs' CLI lines for `deploy apply` and `local kafka|s3 start` (in the README,
+CONTRIBUTING.md and docs/*.md) name flags the parser has: a flag renamed or dropped fails here
+rather than in a reader's terminal."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from airflow_provider_kafkaspark.cli import build_parser
 from kafkaspark_devstack.commands import local as devstack_local
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def options_of(*path: str) -> set[str]:
@@ -33,13 +35,18 @@ def options_of(*path: str) -> set[str]:
         (".venv/bin/kafkaspark local s3 start", ("local", "s3")),
     ],
 )
-def test_the_readme_s_command_lines_name_flags_the_parser_has(
+def test_the_docs_command_lines_name_flags_the_parser_has(
     starts: str, path: tuple[str, ...]
 ) -> None:
-    lines = [line for line in README.read_text().splitlines() if line.startswith(starts)]
-    assert lines, f"README.md has no line starting {starts!r}"
+    lines = [
+        (doc.relative_to(ROOT), line)
+        for doc in DOCS
+        for line in doc.read_text().splitlines()
+        if line.startswith(starts)
+    ]
+    assert lines, f"no line of README.md, CONTRIBUTING.md or docs/*.md starts {starts!r}"
     known = options_of(*path)
-    for line in lines:
+    for doc, line in lines:
         command = line.split("#", 1)[0]
         for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", command):
-            assert flag in known, f"README.md: {line!r} names {flag}, which {path} lacks"
+            assert flag in known, f"{doc}: {line!r} names {flag}, which {path} lacks"

@@ -97,7 +97,7 @@ class DriverPodSettings:
             raise InvalidInputError(
                 f"job {job_name}: a driver on Kubernetes needs its image in the spec's "
                 f"spark_conf as {IMAGE_KEY!r} (an image with Java, Spark and the driver's "
-                f"Python packages; see the README's Kubernetes section)"
+                f"Python packages; see docs/production-kubernetes.md)"
             )
         python = conf.get("spark.pyspark.driver.python") or conf.get("spark.pyspark.python")
         return cls(

@@ -4,7 +4,7 @@ A `kafka` connection's extra is a librdkafka config (the Airflow Kafka provider'
 the provider's own admin calls, probes, lag commits and the exactly-once sink's producers are
 librdkafka clients and take it nearly as it is. Spark's Kafka source and sink are Java clients
 and know other keys for the same thing. `java_client_options` makes those, per mechanism (the
-README's "Kafka security" table lists the fields):
+"Kafka security" table of docs/security.md lists the fields):
 
 - TLS: `ssl.ca.pem` -> a PEM trust store (`ssl.truststore.type=PEM`, `.certificates`);
 - mutual TLS: `ssl.certificate.pem` + `ssl.key.pem` -> a PEM key store

@@ -1,14 +1,15 @@
-"""A jobs' namespace on the local cluster as the README asks one to be: the RBAC manifests
-of `docs/kubernetes/` applied, and a kubeconfig for the Airflow side's service account (a
-token of it), so that submits, stops and status calls run with the documented rights, not
-as the cluster's admin."""
+"""A jobs' namespace on the local cluster as docs/production-kubernetes.md asks one to be:
+the RBAC manifests of `docs/kubernetes/` applied, and a kubeconfig for the Airflow side's
+service account (a token of it), so that submits, stops and status calls run with the
+documented rights, not as the cluster's admin."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-# In a checkout: the manifests the README names (the dev stack is installed from one).
+# In a checkout: the manifests docs/production-kubernetes.md names (the dev stack is installed
+# from one).
 MANIFESTS = Path(__file__).resolve().parents[3] / "docs" / "kubernetes"
 AIRFLOW_ACCOUNT = "kafkaspark-airflow"
 
