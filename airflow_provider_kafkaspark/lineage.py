@@ -51,8 +51,7 @@ def on_servers(spec: JobSpec, servers: str) -> JobSpec:
 
 def connection_spec(given: JobSpec, hook: KafkaSparkHook) -> JobSpec:
     """The spec on the servers of the operator's Kafka connection, as configured there."""
-    servers, _ = hook.kafka_spec_config()
-    return on_servers(given, servers)
+    return on_servers(given, hook.kafka_servers())
 
 
 def listed_topics(spec: JobSpec, hook: KafkaSparkHook) -> list[str] | None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
-from airflow_provider_kafkaspark.core.kafka.security import check
+from airflow_provider_kafkaspark.core.kafka.security import check, describe, driver_login_gap
 from airflow_provider_kafkaspark.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -172,6 +172,18 @@ def _add_managed_token_callback(kafka_conn_id: str, config: dict[str, Any], serv
     config["oauth_cb"] = functools.partial(_msk_iam_token, match.group("region").lower())
 
 
+def _token_source(extra: dict[str, Any], servers: str) -> str | None:
+    """What makes this connection's OAUTHBEARER token inside Airflow, as
+    `_add_managed_token_callback` picks it; None when nothing does."""
+    if "oauth_cb" in extra:
+        return "the extra's oauth_cb"
+    if "managedkafka" in servers and "cloud.goog" in servers:
+        return "Google Managed Kafka's token callback"
+    if _MSK_BOOTSTRAP_SERVERS.search(servers):
+        return "the MSK IAM token signer"
+    return None
+
+
 def _kafka_client_config(kafka_conn_id: str) -> dict[str, Any]:
     """The client config of a `kafka` connection, callbacks resolved (for in-process use:
     admin calls, probes, reconciliation)."""
@@ -189,6 +201,9 @@ def _kafka_spec_config(kafka_conn_id: str) -> tuple[str, dict[str, str]]:
     producers need (security settings included)."""
     extra = _connection_extra(kafka_conn_id)
     servers = _servers(kafka_conn_id, extra)
+    gap = driver_login_gap(extra, _token_source(extra, servers))
+    if gap is not None:
+        raise InvalidInputError(f"Kafka connection {kafka_conn_id!r} ({describe(extra)}): {gap}")
     extra.pop("bootstrap.servers", None)
     for key in _CALLBACK_KEYS:
         extra.pop(key, None)
@@ -380,6 +395,10 @@ class KafkaSparkHook(BaseHook):
         """The client config of the `kafka` connection, callbacks resolved (for in-process
         use: admin calls, probes, reconciliation)."""
         return _kafka_client_config(self.kafka_conn_id)
+
+    def kafka_servers(self) -> str:
+        """The `kafka` connection's bootstrap servers."""
+        return _servers(self.kafka_conn_id, _connection_extra(self.kafka_conn_id))
 
     def kafka_spec_config(self) -> tuple[str, dict[str, str]]:
         """(bootstrap servers, the rest of the client config as strings), for a job spec:

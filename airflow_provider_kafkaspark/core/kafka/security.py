@@ -124,6 +124,23 @@ def _misfit(where: str, config: Mapping[str, Any], message: str) -> InvalidInput
     return InvalidInputError(f"{where} ({describe(config)}): {message}")
 
 
+def driver_login_gap(config: Mapping[str, Any], token_source: str | None) -> str | None:
+    """Why a Spark driver cannot log in with this client config, or None: an OAUTHBEARER
+    token that only a callback of Airflow's own process makes (`token_source` names it: the
+    MSK IAM signer, Google's token, the extra's `oauth_cb`) reaches neither the driver's Java
+    clients nor its librdkafka ones (lag commits, the exactly-once sink)."""
+    if token_source is None or mechanism_of(config) != "OAUTHBEARER":
+        return None
+    if str(config.get("sasl.oauthbearer.method") or "").lower() == "oidc":
+        return None
+    return (
+        f"its OAUTHBEARER token comes from {token_source}, which runs only in Airflow's own "
+        f"processes: a Spark driver cannot log in with it (MSK IAM on the driver is not "
+        f"supported); give the jobs a connection with an OIDC client-credentials login "
+        f"(sasl.oauthbearer.method=oidc), SCRAM or mutual TLS"
+    )
+
+
 def check(config: Mapping[str, Any], where: str = "Kafka connection") -> None:
     """Refuse settings that do not fit together, naming the keys (never a value)."""
     protocol, mechanism = protocol_of(config), mechanism_of(config)

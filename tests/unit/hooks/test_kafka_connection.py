@@ -129,3 +129,45 @@ def test_an_msk_cluster_without_the_signer_says_what_to_install(
     )
     with pytest.raises(InvalidInputError, match=r"'unit_msk'.*apache-kafka\[msk\]"):
         KafkaSparkHook(conn).kafka_client_config()
+
+
+@pytest.mark.parametrize(
+    ("extra", "source"),
+    [
+        ({"bootstrap.servers": MSK}, "the MSK IAM token signer"),
+        (
+            {"bootstrap.servers": "bootstrap.k.europe-west1.managedkafka.p.cloud.goog:9092"},
+            "Google Managed Kafka's token callback",
+        ),
+        ({"bootstrap.servers": SERVERS, "oauth_cb": "tokens.fetch"}, "the extra's oauth_cb"),
+    ],
+)
+def test_a_token_only_airflow_can_make_is_refused_for_a_driver(
+    monkeypatch: pytest.MonkeyPatch, extra: dict[str, str], source: str
+) -> None:
+    conn = kafka_connection(
+        monkeypatch,
+        "unit_token",
+        {**extra, "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"},
+    )
+    with pytest.raises(InvalidInputError, match=r"'unit_token' \(SASL_SSL/OAUTHBEARER\)") as err:
+        KafkaSparkHook(conn).kafka_spec_config()
+    assert source in str(err.value) and "sasl.oauthbearer.method=oidc" in str(err.value)
+
+
+def test_an_oidc_login_on_msk_travels_to_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = kafka_connection(
+        monkeypatch,
+        "unit_oidc",
+        {
+            "bootstrap.servers": MSK,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "OAUTHBEARER",
+            "sasl.oauthbearer.method": "oidc",
+            "sasl.oauthbearer.client.id": "job",
+            "sasl.oauthbearer.client.secret": SECRET,
+            "sasl.oauthbearer.token.endpoint.url": "https://idp.example.com/token",
+        },
+    )
+    servers, config = KafkaSparkHook(conn).kafka_spec_config()
+    assert servers == MSK and config["sasl.oauthbearer.method"] == "oidc"
