@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-matrix test-matrix test-extended setup-ui test-ui setup-faults e2e-faults setup-cluster setup-k8s e2e-k8s setup-kerberos e2e-kerberos demo demo-s3 test unit integration e2e e2e-cluster lint bench chaos chaos-short soak clean dist
+.PHONY: setup setup-matrix test-matrix test-extended setup-ui test-ui setup-faults e2e-faults setup-cluster setup-k8s e2e-k8s setup-kerberos e2e-kerberos demo demo-s3 test unit integration e2e e2e-cluster lint docs bench chaos chaos-short soak clean dist
 
 setup:
 	bash scripts/setup.sh
@@ -28,12 +28,13 @@ demo: setup
 demo-s3: setup
 	KAFKASPARK_FAST_JVM=1 $(PY) -m kafkaspark_devstack.demo --storage s3
 
-# Lint and the pure unit tests first: they fail in a minute where the rest takes twenty.
+# Lint, the reference site (warnings as errors) and the pure unit tests first: they fail in a
+# minute where the rest takes twenty.
 # Then the Streaming jobs view in a real browser (tests/ui, about a minute), the real-stack
 # tiers on one host, the faults across hosts (tests/faults, root), the
 # cluster tier (YARN and Airflow's services across hosts, root), the Spark matrix. Tests
 # marked `extended` repeat a path another tier covers: `make test-extended` runs them.
-test: setup setup-matrix setup-faults setup-cluster setup-ui lint
+test: setup setup-matrix setup-faults setup-cluster setup-ui lint docs
 	$(PY) -m pytest tests/unit -ra -q --durations=5
 	$(PY) -m pytest tests/ui -ra --durations=5
 	$(PY) -m pytest tests/integration tests/e2e tests/reliability -m "not extended" -ra --durations=25
@@ -113,6 +114,13 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+# The documentation site (mkdocs.yml): docs/ and the reference under docs/reference/, made from
+# the code at build time (mkdocstrings, scripts/docs_hooks.py), built into .local/site with
+# warnings as errors: a broken link between pages or a docstring MkDocs cannot read fails it
+# (about 3 s).
+docs: setup
+	$(VENV)/bin/mkdocs build --strict -d .local/site
 
 # The stop -> savepoint race, 20 driver rounds instead of CI's 5.
 soak: setup

@@ -17,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from airflow_provider_kafkaspark.commands import checkpoint, deploy, job, kafka, savepoint
+from airflow_provider_kafkaspark.commands import checkpoint, deploy, job, kafka, savepoint, spec
 from airflow_provider_kafkaspark.commands.output import EXIT_BAD_INPUT, EXIT_ERROR
 from airflow_provider_kafkaspark.errors import InvalidInputError, KafkaSparkError
 
@@ -45,7 +45,7 @@ def build_parser(extra: Sequence[AddParser] | None = None) -> argparse.ArgumentP
     groups = parser.add_subparsers(dest="group", required=True)
     for add_parser in installed_subcommands() if extra is None else extra:
         add_parser(groups)
-    for module in (job, deploy, checkpoint, savepoint, kafka):
+    for module in (job, deploy, spec, checkpoint, savepoint, kafka):
         module.add_parser(groups)
     return parser
 

@@ -23,6 +23,16 @@ class KafkaBackfillOperator(BaseOperator):
 
     OpenLineage (``lineage.py``): the source topics in; out, the output root before
     the run and the interval's folder after it.
+
+    :param job_spec: the job spec (dict or JSON) whose source and transformation the backfill
+        runs; its Kafka servers and client settings come from ``kafka_conn_id``. Templated.
+    :param output_root: the folder (a path or URL) under which each interval's output goes.
+        Templated.
+    :param kafka_conn_id: an official-provider ``kafka`` connection (default
+        ``kafka_default``).
+    :param master: the Spark master of the batch, run from this worker (default
+        ``local[2]``). Templated.
+    :param timeout_s: how long the batch may take, in seconds (default 1 hour).
     """
 
     template_fields: Sequence[str] = ("job_spec", "output_root", "master")

@@ -28,9 +28,11 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
     is a new spec. A rollback runs the stable spec's code as it was deployed (kept in the
     control folder).
 
-    :param job_spec, kafka_conn_id, spark_conn_id, kubernetes_conn_id, master, workdir, jars,
-        aws_conn_id, max_restarts, restart_window_s, restart_backoff_s, probe_bootstrap,
-        allow_local_driver: as for ``SubmitStreamingJobOperator``.
+    :param kwargs: ``job_spec``, ``kafka_conn_id``, ``spark_conn_id``,
+        ``kubernetes_conn_id``, ``master``, ``workdir``, ``jars``, ``aws_conn_id``,
+        ``max_restarts``, ``restart_window_s``, ``restart_backoff_s``, ``probe_bootstrap`` and
+        ``allow_local_driver`` as for ``SubmitStreamingJobOperator``, and Airflow's
+        ``BaseOperator`` arguments.
     :param upgrade_mode: ``savepoint`` (stop at a batch boundary with a savepoint, restore it),
         ``last-state`` (stop at a batch boundary, continue the checkpoint) or ``stateless``
         (stop with a savepoint, start on fresh state from its Kafka offsets).
@@ -39,10 +41,17 @@ class DeployStreamingJobOperator(SubmitStreamingJobOperator):
     :param compat_check: run the new spec once against a copy of the running job's state
         before the old job is touched (default: on for ``savepoint`` and ``last-state``).
     :param proceed_without_check: upgrade even when the check cannot run (no committed batch).
-    :param min_new_batches, health_window_s, health_poll_s, health_timeout_s: the health gate.
+    :param min_new_batches: the health gate: batches the deployed job must commit.
+    :param health_window_s: the health gate's window, in seconds (as the health sensor's
+        ``window_s``).
+    :param health_poll_s: seconds between the health gate's polls.
+    :param health_timeout_s: how long the health gate waits for a healthy job before it
+        judges the deploy unhealthy, in seconds.
     :param rollback: roll back automatically when the upgrade is unhealthy (default True).
-    :param max_savepoints, max_savepoint_age_s: savepoint retention after each upgrade; the
-        stable spec's savepoint is always kept.
+    :param max_savepoints: savepoint retention after each upgrade: at most this many of the
+        job's savepoints are kept (None: no count limit); the stable spec's is always kept.
+    :param max_savepoint_age_s: savepoint retention after each upgrade: savepoints older than
+        this are disposed (None: no age limit); the stable spec's is always kept.
     :param restore_policy: with nothing running, start from the ``checkpoint`` as it is, or
         from the stable spec's ``savepoint`` (else the job's latest).
     :param retry_rolled_back: deploy again a spec the deployment rolled back from.

@@ -27,8 +27,18 @@ class SavepointStreamingJobOperator(BaseOperator):
     ``savepoint_id``, ``savepoint``, ``retention``) and emits an event on
     ``savepoint_asset(job_name)``, as the stop operator does. Fails without retry before the
     job's first committed batch (`NothingCommittedError`): there is nothing to copy yet.
-    ``aws_conn_id``: an ``aws`` connection for a checkpoint or savepoints on S3.
     Metrics (``operator_metrics.py``): ``savepoints`` and ``savepoint_bytes``.
+
+    :param checkpoint: the running job's checkpoint location. Templated.
+    :param job_name: the job's name (its spec's ``job_name``). Templated.
+    :param savepoint_root: where the savepoint goes (a path or URL). Templated.
+    :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint or
+        savepoints on S3 (without one, the standard AWS variables and files apply).
+    :param max_count: retention: keep at most this many of the job's savepoints (None: no
+        count limit).
+    :param max_age_s: retention: dispose of the job's savepoints older than this, in seconds
+        (None: no age limit).
+    :param keep: savepoint ids retention never disposes of.
     """
 
     template_fields: Sequence[str] = ("checkpoint", "job_name", "savepoint_root")

@@ -51,25 +51,39 @@ class StopStreamingJobOperator(BaseOperator):
     (a local process only from the host that started it, a YARN application through its
     ResourceManager); Spark then re-runs the interrupted batch on restore. Returns the
     savepoint's small summary and emits an event on ``savepoint_asset(job_name)`` (through
-    the ``kafkaspark-savepoints`` alias when the name comes from the handle). ``aws_conn_id``:
-    an official-provider ``aws`` connection for a checkpoint or savepoints on S3 (also used
-    by the trigger).
-
-    ``wait_in_task_s``: with ``deferrable=True``, how long the task itself waits for the
-    driver's answer before it defers (default 10 s, 0 defers at once): most stops end within
-    it, without a round trip through the triggerer.
-
-    ``at_batch_boundary``: stop once the batch in flight has committed instead of waiting
-    for a moment with no batch in flight, which a job that is behind may not have for many
-    batches. A batch Spark has already planned is then cut short and stays in the savepoint
-    as a pending batch: a ``checkpoint``-mode restore runs it again exactly once, an
-    ``offsets``-mode restore refuses it. Use it when the restore that follows is in
-    ``checkpoint`` mode (a restart window). Ignored for Spark's at-least-once Kafka sink.
+    the ``kafkaspark-savepoints`` alias when the name comes from the handle).
 
     Links from the task instance (``links.py``): the stopped driver's YARN application and
     its tracking URL (the history server's page, where one is configured), the job's page.
     Metrics (``operator_metrics.py``): ``stops``; after a savepoint, ``savepoints`` and
     ``savepoint_bytes``.
+
+    :param savepoint_root: where the savepoint goes (a path or URL). Templated.
+    :param checkpoint: the job's checkpoint location, with ``job_name``, when there is no
+        ``handle`` (default: the handle's). Templated.
+    :param job_name: the job's name (its spec's ``job_name``), with ``checkpoint``, when there
+        is no ``handle`` (default: the handle's). Templated.
+    :param handle: the submit or deploy operator's output (a dict, or its JSON). Templated.
+    :param drain_timeout_s: how long the driver may take to drain the batch in flight and
+        stop, in seconds (default 120); after it, the stop fails unless ``allow_force_kill``.
+    :param allow_force_kill: after ``drain_timeout_s``, kill the driver through its backend
+        (default False: the task then fails, saying the driver did not stop in time).
+    :param at_batch_boundary: stop once the batch in flight has committed instead of waiting
+        for a moment with no batch in flight, which a job that is behind may not have for many
+        batches. A batch Spark has already planned is then cut short and stays in the
+        savepoint as a pending batch: a ``checkpoint``-mode restore runs it again exactly
+        once, an ``offsets``-mode restore refuses it. Use it when the restore that follows is
+        in ``checkpoint`` mode (a restart window). Ignored for Spark's at-least-once Kafka
+        sink.
+    :param take_savepoint: take the savepoint after the stop (default True; False: stop only).
+    :param deferrable: wait for the driver in the triggerer instead of a worker slot
+        (default: Airflow's ``[operators] default_deferrable``).
+    :param poll_interval_s: seconds between reads of the control folder while waiting.
+    :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint or
+        savepoints on S3 (also used by the trigger).
+    :param wait_in_task_s: with ``deferrable=True``, how long the task itself waits for the
+        driver's answer before it defers (default 10 s, 0 defers at once): most stops end
+        within it, without a round trip through the triggerer.
     """
 
     template_fields: Sequence[str] = ("checkpoint", "job_name", "savepoint_root", "handle")

@@ -28,6 +28,9 @@ class SubmitStreamingJobOperator(BaseOperator):
         ``python_path`` entries (folders or archives holding the transformation's module) may
         be relative to the DAG file's folder; the submit checks that the module is there and
         that the job's topics exist, and fails without a retry when not.
+    :param kafka_conn_id: an official-provider ``kafka`` connection: its extra's
+        ``bootstrap.servers`` and client settings replace the spec's servers and fill its
+        ``kafka_config``. Default ``kafka_default``.
     :param spark_conn_id: an official-provider ``spark`` connection. Without one, or with a
         client deploy mode, the driver runs as a detached process of this worker (``master``
         or the connection's master: local mode, or a standalone cluster). With master ``yarn``
@@ -38,6 +41,11 @@ class SubmitStreamingJobOperator(BaseOperator):
         spec's ``spark_conf`` as ``spark.kubernetes.container.image``). A ``k8s://`` master
         in client mode is refused. The result's ``job_ref`` names the driver for stop and
         health tasks.
+    :param workdir: the folder of a local driver's files on this worker (its spec, log and
+        launcher files). Templated.
+    :param master: the Spark master of a driver this worker starts when there is no
+        ``spark_conn_id``: ``local[N]`` (default ``local[2]``) or ``spark://host:port`` (a
+        standalone cluster, client mode). Templated.
     :param allow_local_driver: run a local driver (no ``spark_conn_id``, a ``local[...]``
         ``master``) even where it is refused by default: in a Kubernetes pod (deleted when
         the task ends, and the driver with it), or under the Celery, Kubernetes or Edge
@@ -50,13 +58,27 @@ class SubmitStreamingJobOperator(BaseOperator):
         connector's, and S3A's for state on S3), unless the cluster's Spark has them.
     :param if_running: what to do when a live driver holds the checkpoint's lease:
         ``fail``, ``skip``, or ``replace`` (graceful stop first, then submit).
-    :param restore_from: a savepoint id, ``latest``, or None; with ``restore_mode``
-        (``checkpoint`` | ``offsets`` | ``latest``) and ``savepoint_root``.
-    :param max_restarts / restart_window_s / restart_backoff_s: the restart policy: at most
-        K restarts in a window, with back-off, by the local supervisor; on YARN, by YARN
-        (``spark.yarn.maxAppAttempts``, ``spark.yarn.am.attemptFailuresValidityInterval``;
-        YARN has no back-off); on Kubernetes, by the Job (``backoffLimit`` with the Job
-        controller's own back-off, no window).
+    :param restore_from: a savepoint id, ``latest``, or None (no restore: the job starts from
+        its checkpoint as it is). Templated.
+    :param restore_mode: how ``restore_from`` is restored: ``checkpoint`` (default: the
+        savepoint's checkpoint, state included), ``offsets`` (no state, a fresh checkpoint
+        from the offsets of the savepoint's last committed batch) or ``latest`` (no state, the
+        end of each partition). Templated.
+    :param savepoint_root: where the job's savepoints are (a path or URL), for
+        ``restore_from``. Templated.
+    :param probe_bootstrap: check each bootstrap server of the connection before the submit
+        and put dead entries last in the spec's list (default True).
+    :param probe_timeout_s: the probe's time for each bootstrap server, in seconds.
+    :param max_restarts: the restart policy: at most this many restarts within
+        ``restart_window_s``; by the local supervisor (with back-off), on YARN by YARN
+        (``spark.yarn.maxAppAttempts`` = restarts + 1), on Kubernetes by the Job
+        (``backoffLimit``).
+    :param restart_window_s: the restart policy's window, in seconds: only failures within it
+        count (on YARN ``spark.yarn.am.attemptFailuresValidityInterval``; on Kubernetes no
+        window applies).
+    :param restart_backoff_s: the local supervisor's first back-off before a restart, in
+        seconds, doubling up to 120 s (YARN has no back-off; the Kubernetes Job controller has
+        its own).
     :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint or savepoints
         on S3 (``s3://`` or ``s3a://``); the driver gets its credentials as the standard AWS
         variables, never in the spec. Without one, the standard AWS variables and files apply.
@@ -65,6 +87,10 @@ class SubmitStreamingJobOperator(BaseOperator):
         submit hands the checkpoint over (``handover_from``). The task ends once the standby
         is warm (within ``standby_ready_timeout_s``); a standby never handed over exits after
         ``standby_timeout_s``. Two drivers of the job then run at once: size memory for it.
+    :param standby_timeout_s: how long a standby driver waits to be handed the checkpoint
+        before it exits, in seconds (its spec's ``standby_timeout_s``).
+    :param standby_ready_timeout_s: how long a ``standby=True`` task waits for its standby to
+        be warm, in seconds.
     :param handover_from: the handle a ``standby=True`` task returned: this submit hands the
         checkpoint over to that standby, when it still runs the same spec, instead of starting
         a driver (else it starts one and stops the standby).
@@ -400,7 +426,13 @@ class RestoreStreamingJobOperator(SubmitStreamingJobOperator):
     """Verify a savepoint, reconcile it against Kafka, restore it and submit the job.
 
     Blocking reconciliation findings (records lost to retention, a recreated topic) stop
-    the restore with a clear message. Defaults to the newest savepoint of the job."""
+    the restore with a clear message. Defaults to the newest savepoint of the job. Every other
+    parameter is ``SubmitStreamingJobOperator``'s (``job_spec``, ``restore_mode``, the
+    connections, ...); ``if_running`` defaults to ``fail``.
+
+    :param savepoint_root: where the job's savepoints are (a path or URL). Templated.
+    :param restore_from: the savepoint to restore: its id, or ``latest`` (default). Templated.
+    """
 
     def __init__(self, *, savepoint_root: str, restore_from: str = "latest", **kwargs: Any) -> None:
         kwargs.setdefault("if_running", "fail")

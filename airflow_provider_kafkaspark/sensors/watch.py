@@ -103,7 +103,8 @@ class StreamingWatchSensor(BaseSensorOperator):
         time has an unknown lag, which neither breaches nor clears.
     :param deferrable: wait in the triggerer instead of a worker slot (default: Airflow's
         `[operators] default_deferrable`; a watcher should defer).
-    :param timeout: how long one watch lasts, in seconds (default 24 h).
+    :param kwargs: Airflow's ``BaseSensorOperator`` arguments. Its ``timeout`` is how long one
+        watch lasts, in seconds: 24 h by default here.
     """
 
     template_fields: Sequence[str] = ("checkpoint", "handle", "job_name", "kafka_conn_id")

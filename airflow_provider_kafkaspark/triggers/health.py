@@ -41,6 +41,21 @@ class StreamingHealthTrigger(BaseTrigger):
     checkpoint or control file, a bad connection, a topic or ACL problem) ends the trigger with
     a failed event naming it (core messages hold no client config values); other errors
     propagate and fail the task, so its retries apply.
+
+    :param checkpoint: the job's checkpoint location (path or fsspec URL).
+    :param kafka_conn_id: the official-provider ``kafka`` connection, read in the triggerer.
+    :param since_batch: the latest committed batch when the job was submitted (None: none
+        was); new batches count from it.
+    :param since_ms: when the watched run was submitted (epoch ms); a stopped report older
+        than this is another run's. None: judged by ``since_batch``.
+    :param started_ms: when the sensor began to watch (epoch ms), which the startup grace
+        counts from (None: ``since_ms``, else the trigger's first poll).
+    :param timeout_s: how long the trigger watches before its "timeout" event, in seconds.
+    :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint on S3.
+    :param settings: the fields of ``HealthSettings`` (``min_new_batches``, ``window_s``,
+        ``fail_on``, ``lease_required``, ``startup_grace_s``, ``poll_interval_s``,
+        ``kafka_timeout_s``, ``policy``), as the sensor's; checked here, in the task, rather
+        than in the triggerer.
     """
 
     def __init__(
@@ -55,8 +70,6 @@ class StreamingHealthTrigger(BaseTrigger):
         aws_conn_id: str | None = None,
         **settings: Any,
     ) -> None:
-        """`settings`: the fields of `HealthSettings` (checked here, in the task, rather
-        than in the triggerer)."""
         super().__init__()  # type: ignore[no-untyped-call]
         self.checkpoint = checkpoint
         self.kafka_conn_id = kafka_conn_id

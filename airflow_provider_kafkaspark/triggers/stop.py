@@ -24,7 +24,25 @@ class StreamingStopTrigger(BaseTrigger):
     racing the resumed try, which was then put up for retry after a clean stop. The resumed
     task finds the savepoint as one of this stop (`lifecycle/stop.savepoint_after_stop`) and
     only returns it. A copy that fails here is left to the resumed task, which fails or
-    succeeds with a typed error of its own."""
+    succeeds with a typed error of its own.
+
+    :param checkpoint: the job's checkpoint location (path or fsspec URL).
+    :param requested_at_ms: when the stop request was made (epoch ms): the driver's answer to
+        it is a stopped report written after it.
+    :param timeout_s: the drain bound: how long the trigger waits for the answer before its
+        "timeout" event, in seconds.
+    :param job_ref: the driver's job reference (a dict), for its backend's view of the driver
+        (None: the control folder alone).
+    :param poll_interval_s: seconds between reads of the control folder.
+    :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint or
+        savepoints on S3.
+    :param awaited_restart: the driver held no lease when the stop began but its backend
+        listed it (starting again): if it ends without running after the request, the event
+        is "not_running".
+    :param savepoint_root: take the stopped job's savepoint here before the "stopped" event
+        (None: no savepoint in the trigger).
+    :param job_name: the job's name, for that savepoint.
+    """
 
     def __init__(
         self,

@@ -59,6 +59,19 @@ class StreamingWatchTrigger(BaseTrigger):
     Bad input (a malformed checkpoint or control file, a bad connection, a topic or ACL
     problem) ends the trigger with an invalid event naming it; other errors propagate and
     fail the task, so its retries apply.
+
+    :param checkpoint: the job's checkpoint location (path or fsspec URL).
+    :param job_name: the job's name, in the metrics and the log.
+    :param kafka_conn_id: the official-provider ``kafka`` connection, read in the triggerer.
+    :param since_batch: the latest committed batch when the job was submitted (None: none
+        was).
+    :param slo_state: ``SloState.to_dict()`` of the watch so far (None: a new watch).
+    :param watched_s: how much of ``timeout_s`` earlier deferrals of the same watch used.
+    :param timeout_s: the whole watch's time, in seconds.
+    :param aws_conn_id: an official-provider ``aws`` connection for a checkpoint on S3.
+    :param settings: the flat fields of ``WatcherSettings`` (its SLOs, ``poll_interval_s``,
+        ``startup_grace_s``, ``restart_grace_s``, ``kafka_timeout_s``), as the sensor's;
+        checked here, in the task, rather than in the triggerer.
     """
 
     def __init__(
@@ -74,8 +87,6 @@ class StreamingWatchTrigger(BaseTrigger):
         aws_conn_id: str | None = None,
         **settings: Any,
     ) -> None:
-        """`settings`: the flat fields of `WatcherSettings` (checked here, in the task, rather
-        than in the triggerer); `slo_state`: `SloState.to_dict()` of the watch so far."""
         super().__init__()  # type: ignore[no-untyped-call]
         self.checkpoint = checkpoint
         self.job_name = job_name

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from airflow_provider_kafkaspark.core.kafka.offsets import parse_kafka_offsets
 from airflow_provider_kafkaspark.core.kafka.security import redact
 from airflow_provider_kafkaspark.errors import InvalidInputError
-from airflow_provider_kafkaspark.versions import spark_line
+from airflow_provider_kafkaspark.versions import SPARK_LINES, spark_line
 
 T = TypeVar("T")
 
@@ -41,6 +41,20 @@ DEFAULT_SOURCE_OPTIONS: dict[str, str] = {
     "kafka.socket.connection.setup.timeout.ms": "5000",
     "kafka.socket.connection.setup.timeout.max.ms": "10000",
 }
+
+
+# The metadata keys of a spec field (`described`), read by `core/spec/schema.py`.
+DESCRIPTION = "description"
+SCHEMA_KEYWORDS = "json_schema"
+ONE_OR_MANY = "one_or_many"
+
+
+def described(text: str, *, one_or_many: bool = False, **keywords: Any) -> dict[str, Any]:
+    """A spec field's metadata, the one place that says what the field means: its description
+    and the JSON Schema keywords its type does not say (built from the same patterns and
+    choices `validate` checks). `one_or_many`: a single string stands for a list of one.
+    `core/spec/schema.py` makes the published JSON Schema from the fields and this."""
+    return {DESCRIPTION: text, SCHEMA_KEYWORDS: keywords, ONE_OR_MANY: one_or_many}
 
 
 class JobSpecError(InvalidInputError):
@@ -72,17 +86,87 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
+_SPARK_SOURCE_OPTIONS = {
+    "minPartitions",
+    "includeHeaders",
+    "groupIdPrefix",
+    "maxTriggerDelay",
+    "minOffsetsPerTrigger",
+    "startingTimestamp",
+    "endingTimestamp",
+}
+
+
 @dataclass(frozen=True)
 class KafkaSourceSpec:
-    bootstrap_servers: str
-    subscribe: tuple[str, ...] = ()
-    subscribe_pattern: str | None = None
-    assign: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    starting_offsets: str = "earliest"
-    ending_offsets: str | None = None  # batch (backfill) runs only
-    max_offsets_per_trigger: int | None = None
-    fail_on_data_loss: bool = True
-    options: dict[str, str] = field(default_factory=dict)
+    """The Kafka source: where the job reads, from which offsets, at what pace. Exactly one
+    of `subscribe`, `subscribe_pattern` and `assign` names the topics."""
+
+    bootstrap_servers: str = field(
+        metadata=described(
+            "The Kafka cluster's bootstrap servers, `host:port` comma separated. A submit "
+            "through Airflow replaces it with the `kafka` connection's `bootstrap.servers`.",
+            minLength=1,
+        )
+    )
+    subscribe: tuple[str, ...] = field(
+        default=(),
+        metadata=described(
+            "Topics to read (a single topic name may be given as a string).",
+            one_or_many=True,
+            items={"minLength": 1, "pattern": "^[^,]+$"},
+        ),
+    )
+    subscribe_pattern: str | None = field(
+        default=None,
+        metadata=described("A regular expression: every topic whose name matches it."),
+    )
+    assign: dict[str, tuple[int, ...]] = field(
+        default_factory=dict,
+        metadata=described(
+            'Partitions to read, by topic: `{"topic": [0, 1]}`.',
+            additionalProperties={"minItems": 1, "items": {"minimum": 0}},
+        ),
+    )
+    starting_offsets: str = field(
+        default="earliest",
+        metadata=described(
+            "Where a job without a checkpoint starts: `earliest`, `latest`, or Spark's "
+            'offsets JSON (`{"topic": {"0": 42}}`, -2 earliest, -1 latest).'
+        ),
+    )
+    ending_offsets: str | None = field(
+        default=None,
+        metadata=described(
+            "Batch (backfill) runs only: where they end, `latest` or offsets JSON; a "
+            "backfill sets it from the run's data interval."
+        ),
+    )
+    max_offsets_per_trigger: int | None = field(
+        default=None,
+        metadata=described(
+            "At most this many records per micro-batch, across partitions (None: no limit).",
+            minimum=1,
+        ),
+    )
+    fail_on_data_loss: bool = field(
+        default=True,
+        metadata=described(
+            "Fail the query when records it has not read are gone (retention, a deleted "
+            "topic) rather than skip them."
+        ),
+    )
+    options: dict[str, str] = field(
+        default_factory=dict,
+        metadata=described(
+            "More options of Spark's Kafka source: `kafka.`-prefixed client settings (the "
+            "client timeouts default to 15 s per request, 30 s per API call), or the source's "
+            "own options named below.",
+            propertyNames={
+                "anyOf": [{"pattern": "^kafka\\."}, {"enum": sorted(_SPARK_SOURCE_OPTIONS)}]
+            },
+        ),
+    )
 
     def validate(self) -> None:
         if not self.bootstrap_servers or not isinstance(self.bootstrap_servers, str):
@@ -156,27 +240,53 @@ class KafkaSourceSpec:
         return opts
 
 
-_SPARK_SOURCE_OPTIONS = {
-    "minPartitions",
-    "includeHeaders",
-    "groupIdPrefix",
-    "maxTriggerDelay",
-    "minOffsetsPerTrigger",
-    "startingTimestamp",
-    "endingTimestamp",
-}
-
-
 @dataclass(frozen=True)
 class SinkSpec:
-    kind: str
-    topic: str | None = None
-    bootstrap_servers: str | None = None  # default: the source's
-    path: str | None = None
-    output_mode: str = "append"
-    sink_id: str | None = None  # exactly-once: transactional id prefix, default the job name
-    transaction_timeout_ms: int | None = None
-    options: dict[str, str] = field(default_factory=dict)
+    """Where the job writes its output."""
+
+    kind: str = field(
+        metadata=described(
+            "`kafka_exactly_once` (this package's transactional Kafka sink), `kafka` (Spark's "
+            "at-least-once Kafka sink), `parquet` or `console`.",
+            enum=list(SINK_KINDS),
+        )
+    )
+    topic: str | None = field(
+        default=None, metadata=described("The output topic: needed by the Kafka sinks.")
+    )
+    bootstrap_servers: str | None = field(
+        default=None,
+        metadata=described("The output cluster's bootstrap servers (None: the source's)."),
+    )
+    path: str | None = field(
+        default=None,
+        metadata=described("The output folder (a path or URL): needed by the `parquet` sink."),
+    )
+    output_mode: str = field(
+        default="append",
+        metadata=described("Spark's output mode.", enum=list(OUTPUT_MODES)),
+    )
+    sink_id: str | None = field(
+        default=None,
+        metadata=described(
+            "The exactly-once sink's transactional id prefix (None: the job name).",
+            pattern=_JOB_NAME.pattern,
+        ),
+    )
+    transaction_timeout_ms: int | None = field(
+        default=None,
+        metadata=described(
+            "The exactly-once sink's `transaction.timeout.ms` (None: the sink's default).",
+            minimum=1000,
+        ),
+    )
+    options: dict[str, str] = field(
+        default_factory=dict,
+        metadata=described(
+            "Options of Spark's stream writer (for the `kafka` sink, `kafka.`-prefixed producer "
+            "settings among them); the exactly-once sink's producers take `kafka_config`."
+        ),
+    )
 
     def validate(self) -> None:
         if self.kind not in SINK_KINDS:
@@ -201,38 +311,139 @@ class SinkSpec:
 
 @dataclass(frozen=True)
 class JobSpec:
-    job_name: str
-    source: KafkaSourceSpec
-    sink: SinkSpec
-    checkpoint_location: str
-    transformation: str | None = None  # "package.module:function", DataFrame -> DataFrame
-    sql: str | None = None  # over the temp view `source`
-    # Folders, .zip, .egg or .whl files put on the driver's and executors' Python path, so the
-    # driver (a separate process) finds the transformation's module; see core/spec/job_code.py.
-    python_path: tuple[str, ...] = ()
-    trigger_interval: str = "5 seconds"  # or "availableNow"
-    spark_conf: dict[str, str] = field(default_factory=dict)
-    # The Spark release the driver runs (versions.SPARK_LINES), checked by the driver against
-    # its pyspark and by a restore against the savepoint's; None: whatever the driver has. A
-    # driver this host starts runs spark_conf's `spark.pyspark.driver.python` when set.
-    spark_version: str | None = None
-    kafka_config: dict[str, str] = field(default_factory=dict)  # client security settings
-    lag_group: str | None = None  # default kafkaspark.<job_name>; "" disables lag commits
-    lease_ttl_s: float = 30.0
-    drain_timeout_s: float = 120.0
-    progress_batches: int = 20
-    # Set by a standby submit (`handover.submit_standby`), never by hand: the driver warms up,
-    # then waits up to `standby_timeout_s` for a handover naming this token before it starts.
-    standby_token: str | None = None
-    standby_timeout_s: float = 900.0
-    # Set by the upgrade's compatibility check (`lifecycle/compat_check.py`), never by hand:
-    # the driver runs one micro-batch on a copy of the checkpoint into Spark's `noop` sink,
-    # commits no lag offsets, and reports any failure of it as a bad job.
-    compat_check: bool = False
-    # Set by a submit (`core/spec/secret_env.py`), never by hand: which settings a shipped spec
-    # leaves out because they are secrets (`kafka_config.sasl.password` -> the variable that
-    # carries it to the driver).
-    secret_env: dict[str, str] = field(default_factory=dict)
+    """A streaming job: its Kafka source, its transformation, its sink, its checkpoint and
+    how its driver runs. Each field's description is in its metadata (`described`), which the
+    published JSON Schema (`kafkaspark spec schema`, `core/spec/schema.py`) is made from."""
+
+    job_name: str = field(
+        metadata=described(
+            "The job's name: letters, digits, `.`, `_` and `-` (it becomes part of file, "
+            "savepoint and consumer group names).",
+            pattern=_JOB_NAME.pattern,
+        )
+    )
+    source: KafkaSourceSpec = field(metadata=described("The Kafka source."))
+    sink: SinkSpec = field(metadata=described("The sink."))
+    checkpoint_location: str = field(
+        metadata=described(
+            "Spark's checkpoint, and beside it the control folder `_kafkaspark/`: a path, or "
+            "a URL (`s3://`, `s3a://`, `file://`) every host of the job reaches.",
+            minLength=1,
+        )
+    )
+    transformation: str | None = field(
+        default=None,
+        metadata=described(
+            "`package.module:function`, a function from DataFrame to DataFrame (not with "
+            "`sql`; neither: the records as Spark reads them).",
+            pattern=_CALLABLE.pattern,
+        ),
+    )
+    sql: str | None = field(
+        default=None,
+        metadata=described("SQL over the temporary view `source` (not with `transformation`)."),
+    )
+    python_path: tuple[str, ...] = field(
+        default=(),
+        metadata=described(
+            "Folders, `.zip`, `.egg` or `.whl` files put on the driver's and executors' Python "
+            "path, so that the driver (a separate process) finds the transformation's module "
+            "(`core/spec/job_code.py`); relative entries are relative to the DAG file's folder.",
+            one_or_many=True,
+            items={"pattern": "\\S"},
+        ),
+    )
+    trigger_interval: str = field(
+        default="5 seconds",
+        metadata=described(
+            "The micro-batch interval (`500 ms`, `5 seconds`, `1 minute`), or `availableNow`: "
+            "read what is there, then stop.",
+            anyOf=[{"const": "availableNow"}, {"pattern": _INTERVAL.pattern}],
+        ),
+    )
+    spark_conf: dict[str, str] = field(
+        default_factory=dict, metadata=described("Spark settings of the driver's session.")
+    )
+    spark_version: str | None = field(
+        default=None,
+        metadata=described(
+            "The Spark release the driver runs, checked by the driver against its pyspark and "
+            "by a restore against the savepoint's (None: whatever the driver has). A driver "
+            "this host starts runs `spark_conf`'s `spark.pyspark.driver.python` when set.",
+            enum=sorted(SPARK_LINES),
+        ),
+    )
+    kafka_config: dict[str, str] = field(
+        default_factory=dict,
+        metadata=described(
+            "librdkafka-style client settings (security): a submit fills them from the "
+            "`kafka` connection's extra (or `--kafka-config-file`); the driver's admin "
+            "client, lag commits and sink producers use them, and its Spark source and sink "
+            "get their Java client equivalents."
+        ),
+    )
+    lag_group: str | None = field(
+        default=None,
+        metadata=described(
+            "The consumer group the driver commits each batch's end offsets to, for lag "
+            'monitoring (None: `kafkaspark.<job_name>`; `""`: no lag commits).'
+        ),
+    )
+    lease_ttl_s: float = field(
+        default=30.0,
+        metadata=described(
+            "How long the driver's lease on the checkpoint lasts unless renewed (the driver "
+            "renews it every third of it), in seconds.",
+            minimum=3,
+        ),
+    )
+    drain_timeout_s: float = field(
+        default=120.0,
+        metadata=described(
+            "How long a graceful stop waits for the batch in flight to end.",
+            exclusiveMinimum=0,
+        ),
+    )
+    progress_batches: int = field(
+        default=20,
+        metadata=described(
+            "How many recent batches the driver's `progress.json` keeps.", minimum=1, maximum=1000
+        ),
+    )
+    standby_token: str | None = field(
+        default=None,
+        metadata=described(
+            "Set by a standby submit (`handover.submit_standby`), never by hand: the driver "
+            "warms up, then waits up to `standby_timeout_s` for a handover naming this token "
+            "before it starts.",
+            pattern=_JOB_NAME.pattern,
+        ),
+    )
+    standby_timeout_s: float = field(
+        default=900.0,
+        metadata=described(
+            "How long a standby driver waits for its handover before it exits.",
+            exclusiveMinimum=0,
+        ),
+    )
+    compat_check: bool = field(
+        default=False,
+        metadata=described(
+            "Set by the upgrade's compatibility check (`lifecycle/compat_check.py`), never by "
+            "hand: the driver runs one micro-batch on a copy of the checkpoint into Spark's "
+            "`noop` sink, commits no lag offsets, and reports any failure of it as a bad job."
+        ),
+    )
+    secret_env: dict[str, str] = field(
+        default_factory=dict,
+        metadata=described(
+            "Set by a submit (`core/spec/secret_env.py`), never by hand: which settings a "
+            "shipped spec leaves out because they are secrets, each with the variable that "
+            "carries it to the driver (`kafka_config.sasl.password` -> "
+            "`KAFKASPARK_SECRET_...`).",
+            additionalProperties={"pattern": _SECRET_VARIABLE.pattern},
+        ),
+    )
 
     def validate(self) -> JobSpec:
         if not valid_job_name(self.job_name):
