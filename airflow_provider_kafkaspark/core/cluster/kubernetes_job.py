@@ -229,8 +229,8 @@ def job_manifest(
         "name": CONTAINER,
         "image": settings.image,
         "imagePullPolicy": settings.pull_policy,
-        # Arguments, not a command: the image's entrypoint (Spark's runs it under tini)
-        # stays in front.
+        # Arguments, not a command: the image's entrypoint (the tier's image and the
+        # examples' Dockerfile run it under tini) stays in front.
         "args": [
             settings.python,
             "-m",
