@@ -1,22 +1,27 @@
 """One real Kubernetes cluster (`kafkaspark_devstack.k8s`: a control plane and one node on a
 bridge of its own) for the Kubernetes tier (`make e2e-k8s`), and what the example job's tests
 share: Kafka and an S3 store serving on the cluster's bridge (where pods reach them) and the
-Airflow connections to all of them."""
+Airflow connections to all of them; a second node for the tests that place pods."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kafkaspark_devstack.k8s import node
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
+from kafkaspark_devstack.k8s.host import cluster_pids
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import LocalS3Server
 from tests.k8s.k8s_stack import BUCKET, NAMESPACE, airflow_kubeconfig, make_namespace
+
+SECOND = "kafkaspark-node-2"
 
 
 @pytest.fixture(scope="session")
@@ -78,3 +83,24 @@ def connections(
         monkeypatch.setenv(f"AIRFLOW_CONN_{name.upper()}", json.dumps(value))
     # backend_for(ref) (stop, health) uses the cncf provider's default connection.
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(conns["kube_k8s"]))
+
+
+@pytest.fixture(scope="session")
+def second_node(k8s: LocalKubernetesCluster) -> Iterator[str]:
+    """A second node ("another host"), added once: the pod placement test runs a driver on
+    it, then the node loss test loses it; afterwards nothing of it is left."""
+    started = time.monotonic()
+    k8s.add_node(SECOND)
+    print(f"second node up in {time.monotonic() - started:.0f}s", flush=True)
+    try:
+        yield SECOND
+    finally:
+        plan = k8s.node_host(SECOND) if SECOND in k8s.state.added else None
+        if plan is not None:
+            k8s.remove_node(SECOND)
+        k8s.delete_node(SECOND)
+        uncordon = k8s.kubectl("uncordon", k8s.state.node)
+        assert uncordon.returncode == 0, uncordon.stderr
+        if plan is not None:
+            assert node.leftovers(plan) == []
+        assert cluster_pids(k8s.folder / "nodes" / SECOND) == []

@@ -18,11 +18,9 @@ folder. Afterwards the second node is gone: no process, namespace, veth, route o
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
-import pytest
 from airflow.sdk import Context
 
 from airflow_provider_kafkaspark.backends import driver_status
@@ -36,7 +34,6 @@ from airflow_provider_kafkaspark.examples.access_events import (
     produce_events,
 )
 from airflow_provider_kafkaspark.operators.submit import SubmitStreamingJobOperator
-from kafkaspark_devstack.k8s import node
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
 from kafkaspark_devstack.k8s.host import cgroup_pids, cluster_pids
 from kafkaspark_devstack.kafka import LocalKafkaCluster
@@ -59,28 +56,7 @@ from tests.lifecycle_story import (
 )
 
 SOURCE, SINK = "k8s_loss_source", "k8s_loss_sink"
-SECOND = "kafkaspark-node-2"
 NODE_LOST_AFTER_S = 10
-
-
-@pytest.fixture(scope="module")
-def second_node(k8s: LocalKubernetesCluster) -> Iterator[str]:
-    """The second node for this module's test; afterwards nothing of it is left."""
-    started = time.monotonic()
-    k8s.add_node(SECOND)
-    print(f"second node up in {time.monotonic() - started:.0f}s", flush=True)
-    try:
-        yield SECOND
-    finally:
-        plan = k8s.node_host(SECOND) if SECOND in k8s.state.added else None
-        if plan is not None:
-            k8s.remove_node(SECOND)
-        k8s.delete_node(SECOND)
-        uncordon = k8s.kubectl("uncordon", k8s.state.node)
-        assert uncordon.returncode == 0, uncordon.stderr
-        if plan is not None:
-            assert node.leftovers(plan) == []
-        assert cluster_pids(k8s.folder / "nodes" / SECOND) == []
 
 
 def node_ready(api: Any, name: str) -> str:
