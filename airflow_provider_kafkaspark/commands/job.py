@@ -1,6 +1,7 @@
-"""`kafkaspark job submit|status|stop`: the submit, observation and stop the operators run,
-from a terminal. A submit prints the job reference (and writes it with `--ref-out`); status
-and stop take it back, as a file or as JSON text."""
+"""`kafkaspark job submit|status|stop|acls`: the submit, observation and stop the operators
+run, from a terminal. A submit prints the job reference (and writes it with `--ref-out`);
+status and stop take it back, as a file or as JSON text. `acls` lists the Kafka ACLs a job's
+spec needs."""
 
 from __future__ import annotations
 
@@ -74,6 +75,26 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "kafkaspark job stop --job clicks --checkpoint s3://b/clicks/checkpoint",
     )
     stop.set_defaults(func=stop_job)
+
+    acls = actions.add_parser(
+        "acls", help="every Kafka ACL the job needs (docs/kafka-acls.md), or the commands"
+    )
+    acls.add_argument("spec", help="job spec JSON file")
+    acls.add_argument(
+        "--principal",
+        default=None,
+        help="print the kafka-acls.sh commands that grant them to this principal (User:name)",
+    )
+    acls.add_argument(
+        "--command-config", default=None, help="kafka-acls.sh's --command-config, in the commands"
+    )
+    add_shared(acls)
+    with_example(
+        acls,
+        "kafkaspark job acls clicks.json",
+        "kafkaspark job acls clicks.json --principal User:clicks-job --command-config admin.conf",
+    )
+    acls.set_defaults(func=print_job_acls)
 
 
 def add_driver_arguments(parser: argparse.ArgumentParser) -> None:
@@ -354,6 +375,36 @@ def _stop(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         )
         result["savepoint_id"] = manifest.savepoint_id
     return result, key_values(result)
+
+
+def print_job_acls(args: argparse.Namespace) -> int:
+    """The spec's ACLs (`core/kafka/acls.py`): a table, or with `--principal` the
+    `kafka-acls.sh` lines that grant them; `--json` both."""
+    from airflow_provider_kafkaspark.core.kafka.acls import acl_table, check_principal, job_acls
+    from airflow_provider_kafkaspark.core.spec.jobspec import JobSpec
+
+    principal = check_principal(args.principal) if args.principal else None
+    acls = job_acls(JobSpec.load(args.spec))
+    config = args.command_config
+    if wants_json(args):
+        emit_json(
+            [
+                {
+                    **acl.to_dict(),
+                    **(
+                        {"command": acl.command(principal, command_config=config)}
+                        if principal
+                        else {}
+                    ),
+                }
+                for acl in acls
+            ]
+        )
+    elif principal:
+        print("\n".join(acl.command(principal, command_config=config) for acl in acls))
+    else:
+        print(acl_table(acls))
+    return EXIT_OK
 
 
 submit_job = result_on_stdout(_submit)

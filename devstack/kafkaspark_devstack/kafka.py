@@ -176,7 +176,8 @@ class LocalKafkaCluster:
 
     @property
     def listener_names(self) -> list[str]:
-        """The secured listeners' names (kafka_security.SSL, MTLS, OAUTH, OAUTH_SSL)."""
+        """The secured listeners' names (kafka_security.SSL, MTLS, OAUTH, OAUTH_SSL, GSSAPI,
+        SCRAM)."""
         return list(self._state.listeners)
 
     def listener_protocol(self, name: str) -> str:

@@ -13,6 +13,15 @@ secured ones are for the clients under test:
 - `GSSAPI`: SASL_PLAINTEXT with Kerberos (the broker's `kafka/localhost` keytab, a local
   MIT KDC's realm: kdc.py); clients ask for service `kafka` on the host they reach, and the
   broker's 127.0.0.1 reads back as `localhost` (/etc/hosts), the principal's host.
+- `SCRAM`: SASL_PLAINTEXT with SCRAM-SHA-512; its users are made through PLAINTEXT once the
+  broker runs (kafka_acls.add_scram_user: Kafka keeps SCRAM credentials in its metadata).
+
+`authorizer=True` turns Kafka's ACLs on (KRaft's StandardAuthorizer): a principal may do only
+what an ACL allows it (`allow.everyone.if.no.acl.found=false`), except `User:ANONYMOUS`, the
+principal of PLAINTEXT, CONTROLLER and the TLS listeners without client certificates, which is
+a super user, so that inter-broker traffic and test setup go on as before (kafka_acls.py makes
+users and grants ACLs through it). The SCRAM, MTLS, OAUTH and GSSAPI listeners' principals
+are the ones ACLs apply to.
 
 The broker reads the TLS material as PEM files (`ssl.keystore.type=PEM`), no JKS.
 """
@@ -32,6 +41,9 @@ MTLS = "MTLS"
 OAUTH = "OAUTH"
 OAUTH_SSL = "OAUTH_SSL"
 GSSAPI = "GSSAPI"
+SCRAM = "SCRAM"
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 KERBEROS_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 
 # Kafka 4.x fetches OAuth URLs (JWKS, token endpoint) only when this JVM system property
@@ -44,6 +56,10 @@ LOGIN_MODULE = f"{_OAUTH}.OAuthBearerLoginModule"
 # 3.4 and later (Spark 3.5's 3.4.1, Spark 4.0's 3.9.0, Kafka 4.1's own); 3.x also keeps the
 # deprecated `...oauthbearer.secured.OAuthBearerLoginCallbackHandler`, which 4.0 removed.
 LOGIN_HANDLER = f"{_OAUTH}.OAuthBearerLoginCallbackHandler"
+
+# KRaft's ACL authorizer, and the principal every unauthenticated listener gives.
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+SUPER_USER = "User:ANONYMOUS"
 
 
 @dataclass(frozen=True)
@@ -71,11 +87,13 @@ class KerberosService:
 @dataclass(frozen=True)
 class BrokerSecurity:
     """Which secured listeners to add: TLS ones with `tls`, OAuth ones with `oauth`, the
-    Kerberos one with `kerberos`."""
+    Kerberos one with `kerberos`, the SCRAM one with `scram`; `authorizer` turns ACLs on."""
 
     tls: TlsMaterial | None = None
     oauth: OAuthValidation | None = None
     kerberos: KerberosService | None = None
+    scram: bool = False
+    authorizer: bool = False
 
     def listeners(self) -> dict[str, str]:
         """Listener name -> security protocol."""
@@ -89,12 +107,22 @@ class BrokerSecurity:
                 found[OAUTH_SSL] = "SASL_SSL"
         if self.kerberos is not None:
             found[GSSAPI] = "SASL_PLAINTEXT"
+        if self.scram:
+            found[SCRAM] = "SASL_PLAINTEXT"
         return found
 
     def broker_config(self) -> dict[str, str]:
         """The listeners' settings, each under its listener's `listener.name.<name>.`
         prefix so that PLAINTEXT and CONTROLLER stay as they were."""
         config: dict[str, str] = {}
+        if self.authorizer:
+            config.update(
+                {
+                    "authorizer.class.name": AUTHORIZER,
+                    "super.users": SUPER_USER,
+                    "allow.everyone.if.no.acl.found": "false",
+                }
+            )
         for name, protocol in self.listeners().items():
             prefix = f"listener.name.{name.lower()}."
             if protocol in ("SSL", "SASL_SSL") and self.tls is not None:
@@ -117,6 +145,16 @@ class BrokerSecurity:
                             f'keyTab="{service.keytab}" principal="{service.principal}";'
                         ),
                         f"{prefix}sasl.kerberos.service.name": service.service_name,
+                    }
+                )
+                continue
+            if name == SCRAM:
+                config.update(
+                    {
+                        f"{prefix}sasl.enabled.mechanisms": SCRAM_MECHANISM,
+                        f"{prefix}{SCRAM_MECHANISM.lower()}.sasl.jaas.config": (
+                            f"{SCRAM_LOGIN_MODULE} required;"
+                        ),
                     }
                 )
                 continue
