@@ -198,11 +198,15 @@ class ManagedQuery:
                 return self._graceful_stop(query)
             try:
                 query.awaitTermination(POLL_S)
-            except Exception:
+            except Exception as exc:
                 # Spark raises the query's failure here; a check reports it (below). A failure
                 # on another driver's batch (CONCURRENT_STREAM_LOG_UPDATE, after a pause) may
                 # come before the heartbeat finds the lease taken: ask the lease first.
                 if not self._still_holding():
+                    break
+                if is_bad_job(exc):
+                    # A refused ACL, a missing class: the next driver would fail the same way.
+                    self.record_bad_job(exc)
                     break
                 if not self.options.failures_final or query.isActive:
                     raise
@@ -506,10 +510,15 @@ def application_attempt(spark: SparkSession) -> tuple[str | None, str | None]:
 
 def is_bad_job(exc: BaseException) -> bool:
     """Errors of the job itself, which a restart cannot heal: a missing jar among them, since
-    the next driver gets the same jars (`spark/missing_class.py`)."""
+    the next driver gets the same jars (`spark/missing_class.py`), and Kafka refusing the
+    job's principal an ACL, since the next driver logs in as the same one."""
+    from airflow_provider_kafkaspark.core.kafka.client import authorization_refusal
     from airflow_provider_kafkaspark.spark.missing_class import find_missing
 
-    if isinstance(exc, InvalidInputError) or find_missing(str(exc)) is not None:
+    text = str(exc)
+    if isinstance(exc, InvalidInputError) or find_missing(text) is not None:
+        return True
+    if authorization_refusal(text) is not None:
         return True
     try:
         from pyspark.errors import AnalysisException
@@ -520,13 +529,23 @@ def is_bad_job(exc: BaseException) -> bool:
 
 def describe_error(exc: BaseException) -> str:
     """One paragraph for the stopped report: the error's type and message, no JVM stack; for
-    a missing jar, what was not found and the artifact that provides it."""
+    a missing jar, what was not found and the artifact that provides it; for an ACL Kafka
+    refused, that refusal first."""
+    from airflow_provider_kafkaspark.core.kafka.client import authorization_refusal
     from airflow_provider_kafkaspark.spark.missing_class import find_missing, running_spark
 
     missing = find_missing(str(exc), running_spark())
     if missing is not None:
         # A Py4JJavaError's text is the Java stack trace: the line says all a reader needs.
         return f"{missing.describe()} ({type(exc).__name__})"[:2000]
+    refusal = authorization_refusal(str(exc))
+    if refusal is not None:
+        # The refusal may sit deep in an executor's traceback: its line comes first.
+        line = next(ln.strip() for ln in str(exc).splitlines() if refusal in ln)
+        return (
+            f"Kafka refused the job's principal ({refusal}): grant the ACLs "
+            f"`kafkaspark job acls` lists for the spec. {line}"
+        )[:2000]
     # A query's failure ends with the query's description (offsets, plan): not the reason.
     text = str(exc).split("\nJVM stacktrace:", 1)[0].split("\n=== Streaming Query ===", 1)[0]
     text = without_plan(text.strip())

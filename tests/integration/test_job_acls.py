@@ -11,7 +11,7 @@ client); the Airflow tasks' own calls (topic check, offsets, record timestamps, 
 group) run with the same login.
 
 Withheld, one at a time (each a driver of its own):
-- the transactional-id prefix: the sink's producers are refused, the query fails (exit 1,
+- the transactional-id prefix: the sink's producers are refused, the query fails (exit 4,
   the sink's typed error in the driver's log names the refusal), nothing is visible in the
   sink, no batch commits;
 - Read on the sink topic: the marker's transactional offset commit is refused, the same end;
@@ -232,14 +232,18 @@ def test_without_one_of_its_acls_the_job_is_refused(
         values = read_all_values(cluster.bootstrap_servers, f"{name}_out", PARTITIONS)
         assert sorted(values, key=int) == [str(i) for i in range(RECORDS)]
     else:
-        # The sink is refused: the query fails, the driver exits 1 and says why; no batch
-        # commits (so no lag commit is made), nothing is visible to a read_committed reader.
+        # The sink is refused: the query fails and, since the next driver would log in as
+        # the same principal, the driver ends as a bad job (exit 4, never restarted) with a
+        # stopped report naming the refusal; no batch commits (so no lag commit is made),
+        # nothing is visible to a read_committed reader.
         code = wait_exit(driver, RUN_S)
-        assert code == 1, f"exit {code}:\n{read_log(driver)}"
-        # The sink's typed error, with Kafka's refusal (a crash for a restart policy to
-        # retry: the driver writes no stopped report for a failed query).
+        assert code == 4, f"exit {code}:\n{read_log(driver)}"
         typed = rf"FatalProducerError: exactly-once sink {name} -> {name}_out: .*({refusal})"
         assert re.search(typed, full_log(driver)), read_log(driver)
+        stopped = ControlFolder(checkpoint).read_stopped()
+        assert stopped is not None and re.search(
+            rf"Kafka refused the job's principal \(({refusal})", stopped.message
+        ), stopped
         assert committed_batches(checkpoint) == -1
         assert read_all_values(cluster.bootstrap_servers, f"{name}_out", PARTITIONS) == []
         progress = ControlFolder(checkpoint).read_progress()

@@ -243,6 +243,25 @@ ACCESS = (
     *AUTHENTICATION,
     "_SSL",
 )
+# Refusals of the job's principal that a restart cannot heal (the same login gets the same
+# answer): Kafka's error names, as librdkafka reports them, and the Java client's exceptions.
+AUTHORIZATION_REFUSALS = (
+    "TOPIC_AUTHORIZATION_FAILED",
+    "GROUP_AUTHORIZATION_FAILED",
+    "CLUSTER_AUTHORIZATION_FAILED",
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    "TopicAuthorizationException",
+    "GroupAuthorizationException",
+    "ClusterAuthorizationException",
+    "TransactionalIdAuthorizationException",
+)
+
+
+def authorization_refusal(text: str) -> str | None:
+    """Which authorization refusal an error's text reports, if any."""
+    return next((name for name in AUTHORIZATION_REFUSALS if name in text), None)
+
+
 GROUP_ACTIVE = (
     "UNKNOWN_MEMBER_ID",
     "ILLEGAL_GENERATION",
