@@ -11,6 +11,8 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# Bounds for a slow machine, not the time an install is expected to take.
+INSTALL_TIMEOUT_S = 900
 
 
 def build_wheel(tmp_path: Path) -> Path:
@@ -49,3 +51,34 @@ def extra_requirements(wheel: Path, extra: str) -> list[str]:
         if marker.replace("'", '"').strip() == f'extra == "{extra}"':
             wanted.append(spec.strip())
     return wanted
+
+
+def airflow_virtualenv(tmp_path: Path, extras: str = "kubernetes,lineage") -> Path:
+    """An empty virtualenv with the wheel (its `extras`) and this environment's Airflow, as
+    the README's install section says: the wheel, then pyspark again without its dependencies
+    (the Spark provider's pyspark-client writes into pyspark's folder). Airflow's constraints
+    file lives on GitHub, out of this machine's reach: the versions this environment resolved
+    stand in for it (`pip freeze`, the editable installs left out), which also lets pip take
+    every package from its cache. Returns the virtualenv's folder."""
+    wheel = build_wheel(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    frozen = subprocess.run(
+        [sys.executable, "-m", "pip", "freeze", "--exclude-editable"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.splitlines()
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("\n".join(line for line in frozen if "==" in line) + "\n")
+    versions = dict(line.split("==", 1) for line in frozen if "==" in line)
+    pip = [python, "-m", "pip", "install", "-q", "--constraint", str(constraints)]
+    for argv in (
+        [*pip, f"{wheel}[{extras}]", f"apache-airflow=={versions['apache-airflow']}"],
+        [*pip, "--no-deps", "--force-reinstall", f"pyspark=={versions['pyspark']}"],
+    ):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+        assert done.returncode == 0, done.stderr[-4000:]
+    return venv

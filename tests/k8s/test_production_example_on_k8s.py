@@ -11,46 +11,29 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 import subprocess
 import sys
-from collections import Counter
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-
-from confluent_kafka import Producer
 
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
 from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import LocalS3Server
 from tests.cluster.yarn_apps import wait
-from tests.integration.kafka_util import create_topic, read_all_values
+from tests.integration.kafka_util import create_topic
 from tests.k8s.k8s_stack import BUCKET, NAMESPACE, airflow_kubeconfig, make_namespace
+from tests.production_example import (
+    EXAMPLES,
+    JOB_NAME,
+    SINK,
+    SINK_PARTITIONS,
+    SOURCE,
+    example_connections,
+    page_views,
+    produce_clicks,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "production" / "kubernetes"
-JOB_NAME = "clickstream_page_views"
-SOURCE, SINK = "clickstream.events", "clickstream.page_views_per_minute"
+EXAMPLE = EXAMPLES / "kubernetes"
 BIN = Path(sys.executable).parent
-# 2026-01-01T00:00:00Z: the clicks' event time starts here.
-BASE_MS = 1_767_225_600_000
-MINUTE_MS = 60_000
-PAGES = ("/", "/pricing", "/docs", "/blog", "/signup")
-
-
-def example_connections(path: Path) -> dict[str, dict[str, Any]]:
-    """The file's AIRFLOW_CONN_* values by variable, the active lines and (under the same
-    name, suffixed by their place) the commented alternatives."""
-    found: dict[str, dict[str, Any]] = {}
-    for line in path.read_text().splitlines():
-        match = re.match(r"^(#\s*)?(AIRFLOW_CONN_\w+)=(.*)$", line.strip())
-        if not match:
-            continue
-        name = match.group(2) if not match.group(1) else f"{match.group(2)}#{len(found)}"
-        found[name] = json.loads(shlex.split(match.group(3))[0])
-    return found
 
 
 def substituted(
@@ -83,39 +66,6 @@ def substituted(
     return {name: json.dumps(value) for name, value in chosen.items()}
 
 
-def produce_clicks(bootstrap: str, minutes: range, per_minute: int) -> Counter[tuple[str, str]]:
-    """Clicks in each minute of `minutes` (after BASE_MS); the views per (minute, page)."""
-    producer = Producer({"bootstrap.servers": bootstrap})
-    counts: Counter[tuple[str, str]] = Counter()
-    for minute in minutes:
-        for i in range(per_minute):
-            page = PAGES[(i * 7 + minute) % len(PAGES)]
-            ts = BASE_MS + minute * MINUTE_MS + (i * 997) % MINUTE_MS
-            click = {"page": page, "user_id": f"u-{i % 50}", "ts": ts}
-            producer.produce(SOURCE, json.dumps(click).encode(), key=page.encode())
-            counts[(iso(BASE_MS + minute * MINUTE_MS), page)] += 1
-    # A click far later in event time moves the watermark past every minute above.
-    flush = {"page": "/flush", "user_id": "u-0", "ts": BASE_MS + (minutes.stop + 10) * MINUTE_MS}
-    producer.produce(SOURCE, json.dumps(flush).encode())
-    assert producer.flush(30) == 0
-    return counts
-
-
-def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def page_views(bootstrap: str) -> Counter[tuple[str, str]]:
-    """The sink's (window start, page) rows, counted by how often each was written, with the
-    views each says; a row written twice shows as a second entry."""
-    seen: Counter[tuple[str, str]] = Counter()
-    for value in read_all_values(bootstrap, SINK, 2):
-        row = json.loads(value)
-        if row["page"] != "/flush":
-            seen[(row["window_start"], row["page"])] += int(row["views"])
-    return seen
-
-
 def airflow(env: dict[str, str], *args: str, timeout: float = 900) -> str:
     proc = subprocess.run(
         [str(BIN / "airflow"), *args], env=env, capture_output=True, text=True, timeout=timeout
@@ -133,7 +83,7 @@ def test_the_kubernetes_example_deploys_and_restarts_as_shipped(
 ) -> None:
     bootstrap = bridge_kafka.bootstrap_servers
     create_topic(bootstrap, SOURCE, 3)
-    create_topic(bootstrap, SINK, 2)
+    create_topic(bootstrap, SINK, SINK_PARTITIONS)
     make_namespace(k8s)
     kubeconfig = airflow_kubeconfig(k8s, tmp_path / "airflow.kubeconfig")
     state = f"s3://{BUCKET}/{tmp_path.name}"
