@@ -60,6 +60,7 @@ def airflow_virtualenv(tmp_path: Path, extras: str = "kubernetes,lineage") -> Pa
     file lives on GitHub, out of this machine's reach: the versions this environment resolved
     stand in for it (`pip freeze`, the editable installs left out), which also lets pip take
     every package from its cache. Returns the virtualenv's folder."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     wheel = build_wheel(tmp_path)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)

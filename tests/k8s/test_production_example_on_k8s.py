@@ -1,18 +1,19 @@
-"""The Kubernetes production example (`examples/production/kubernetes/`) run as shipped: its
-DAG folder, its job package and its `connections.env`, with only the addresses, the
-credentials, the bucket and the image substituted (the tier's image is kept in step with the
-example's Dockerfile by tests/unit/test_production_examples.py). `airflow dags test` runs the
-deploy DAG (submit, health gate), then the restart window DAG (an upgrade with a warm
-handover: the window's run id is part of the spec's identity); the per-minute page views the
-job writes are read `read_committed` after each and must be exactly the clicks produced,
-none twice. The job is stopped with the CLI from the checkpoint alone."""
+"""The Kubernetes production example (`examples/production/kubernetes/`) run as shipped, by
+an Airflow side installed as the README says (the built wheel, its extras and Airflow 3 in
+an empty virtualenv): its DAG folder, job package and `connections.env`, with only the
+addresses, the credentials, the bucket and the image substituted (the tier's image is kept
+in step with the example's Dockerfile by tests/unit/test_production_examples.py).
+`airflow dags test` runs the deploy DAG (submit, health gate), then the restart window DAG
+(an upgrade with a warm handover: the window's run id is part of the spec's identity); the
+per-minute page views the job writes are read `read_committed` after each and must be
+exactly the clicks produced, none twice. The job is stopped with the CLI from the checkpoint
+alone."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from kafkaspark_devstack.k8s.cluster import LocalKubernetesCluster
@@ -20,6 +21,7 @@ from kafkaspark_devstack.kafka import LocalKafkaCluster
 from kafkaspark_devstack.s3 import LocalS3Server
 from tests.cluster.yarn_apps import wait
 from tests.integration.kafka_util import create_topic
+from tests.integration.wheel_util import airflow_virtualenv
 from tests.k8s.k8s_stack import BUCKET, NAMESPACE, airflow_kubeconfig, make_namespace
 from tests.production_example import (
     EXAMPLES,
@@ -33,7 +35,6 @@ from tests.production_example import (
 )
 
 EXAMPLE = EXAMPLES / "kubernetes"
-BIN = Path(sys.executable).parent
 
 
 def substituted(
@@ -66,9 +67,14 @@ def substituted(
     return {name: json.dumps(value) for name, value in chosen.items()}
 
 
-def airflow(env: dict[str, str], *args: str, timeout: float = 900) -> str:
+def airflow(bin_dir: Path, env: dict[str, str], *args: str, timeout: float = 900) -> str:
     proc = subprocess.run(
-        [str(BIN / "airflow"), *args], env=env, capture_output=True, text=True, timeout=timeout
+        [str(bin_dir / "airflow"), *args],
+        cwd=bin_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"airflow {' '.join(args)} failed:\n{output[-6000:]}"
@@ -87,7 +93,13 @@ def test_the_kubernetes_example_deploys_and_restarts_as_shipped(
     make_namespace(k8s)
     kubeconfig = airflow_kubeconfig(k8s, tmp_path / "airflow.kubeconfig")
     state = f"s3://{BUCKET}/{tmp_path.name}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AIRFLOW_CONN_"))}
+    # The Airflow side as a team installs it: the wheel and its extras in an empty virtualenv.
+    bin_dir = airflow_virtualenv(tmp_path / "install") / "bin"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AWS_", "AIRFLOW_CONN_", "PYTHONPATH", "VIRTUAL_ENV"))
+    }
     env.pop("KUBECONFIG", None)
     env.update(
         {
@@ -103,9 +115,9 @@ def test_the_kubernetes_example_deploys_and_restarts_as_shipped(
     checkpoint = f"{state}/{JOB_NAME}/checkpoint"
     stop_env = {**env, **bridge_s3.aws_environment(), "KUBECONFIG": str(kubeconfig)}
     expected = produce_clicks(bootstrap, range(0, 4), 120)
-    airflow(env, "db", "migrate", timeout=300)
+    airflow(bin_dir, env, "db", "migrate", timeout=300)
     try:
-        deployed = airflow(env, "dags", "test", "clickstream_deploy")
+        deployed = airflow(bin_dir, env, "dags", "test", "clickstream_deploy")
         assert f"deploy of {JOB_NAME}: submit" in deployed, deployed[-3000:]
         wait(
             "the first minutes' page views",
@@ -114,7 +126,7 @@ def test_the_kubernetes_example_deploys_and_restarts_as_shipped(
             300,
         )
 
-        window = airflow(env, "dags", "test", "clickstream_restart_window")
+        window = airflow(bin_dir, env, "dags", "test", "clickstream_restart_window")
         assert f"deploy of {JOB_NAME}: upgrade" in window, window[-3000:]
         expected += produce_clicks(bootstrap, range(30, 33), 100)
         seen = wait(
@@ -126,7 +138,15 @@ def test_the_kubernetes_example_deploys_and_restarts_as_shipped(
         assert seen == expected  # every click counted once, across the upgrade
     finally:
         stopped = subprocess.run(
-            [str(BIN / "kafkaspark"), "job", "stop", "--job", JOB_NAME, "--checkpoint", checkpoint],
+            [
+                str(bin_dir / "kafkaspark"),
+                "job",
+                "stop",
+                "--job",
+                JOB_NAME,
+                "--checkpoint",
+                checkpoint,
+            ],
             env=stop_env,
             capture_output=True,
             text=True,
