@@ -2,8 +2,10 @@
 
     hosts:  s3   kafka   rm, node1 (YARN)   airflow (the Airflow side: its CLI and spark-submit)
 
-Its DAG folder, job package and `connections.env` are used as they are; only the addresses,
-the credentials, the bucket and the jar paths are substituted. `airflow dags test` runs the
+The Airflow side is installed as the README says (the built wheel, its extras and Airflow 3
+in an empty virtualenv). The example's DAG folder, job package and `connections.env` are
+used as they are; only the addresses, the credentials, the bucket and the jar paths are
+substituted. `airflow dags test` runs the
 deploy DAG on the airflow host (a submit to YARN in cluster mode, the health gate), then the
 restart window DAG (an upgrade with a warm handover: a second YARN application takes over);
 the per-minute page views are read `read_committed` after each and must be exactly the
@@ -12,14 +14,15 @@ clicks produced, none twice. The job is stopped from the checkpoint alone."""
 from __future__ import annotations
 
 import json
-import sys
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_kafkaspark.spark.local_session import spark_jars_option
 from kafkaspark_devstack.netbed import NetBed
-from tests.cluster.bed_stack import BUCKET, KAFKASPARK, BedStack, wait
+from tests.cluster.bed_stack import BUCKET, BedStack, wait
+from tests.integration.wheel_util import airflow_virtualenv
 from tests.production_example import (
     EXAMPLES,
     JOB_NAME,
@@ -30,7 +33,6 @@ from tests.production_example import (
 
 HOSTS = ["s3", "kafka", "rm", "node1", "airflow"]
 EXAMPLE = EXAMPLES / "yarn"
-AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
 # On a bed host (the test's namespace does not reach the bed's addresses).
 PRODUCE = """
@@ -40,6 +42,7 @@ start, stop, per_minute = map(int, sys.argv[2:5])
 counts = produce_clicks(sys.argv[1], range(start, stop), per_minute)
 print(json.dumps([[*key, views] for key, views in counts.items()]))
 """
+IMPORTED = "import airflow_provider_kafkaspark as p; print(p.__file__)"
 READ = """
 import json, sys
 from tests.production_example import page_views
@@ -75,7 +78,7 @@ def connections(stack: BedStack, rm: str) -> dict[str, str]:
 
 def dags_test(stack: BedStack, dag_id: str, env: dict[str, str]) -> str:
     """`airflow dags test` on the airflow host: what it printed, task logs included."""
-    argv = ["sh", "-c", f'exec "{AIRFLOW}" dags test {dag_id} 2>&1']
+    argv = ["sh", "-c", f"exec airflow dags test {dag_id} 2>&1"]
     return stack.on("airflow", argv, env=env, timeout=900)
 
 
@@ -88,7 +91,13 @@ def test_the_yarn_example_deploys_and_restarts_as_shipped(tmp_path: Path) -> Non
         stack.create_topics("kafka", 2, SINK)
         stack.start_yarn("rm", ["node1"], ["airflow"], tmp_path / "bed" / "opt")
         state = f"s3://{BUCKET}/{tmp_path.name}"
+        # The Airflow side as a team installs it: the wheel and its extras in an empty
+        # virtualenv, its `airflow`, `kafkaspark` and `spark-submit` first on the path,
+        # nothing of the source tree on it.
+        venv = airflow_virtualenv(tmp_path / "install")
         env = {
+            "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": "",
             "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLE / "dags"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "CLICKSTREAM_STATE_URL": state,
@@ -109,7 +118,9 @@ def test_the_yarn_example_deploys_and_restarts_as_shipped(tmp_path: Path) -> Non
             return counted(json.loads(out))
 
         expected = produce(0, 4, 120)
-        stack.on("airflow", [AIRFLOW, "db", "migrate"], env=env, timeout=300)
+        stack.on("airflow", ["airflow", "db", "migrate"], env=env, timeout=300)
+        where = stack.on("airflow", ["python", "-c", IMPORTED], env=env)
+        assert where.startswith(str(venv)), where
         checkpoint = f"{state}/{JOB_NAME}/checkpoint"
         try:
             deployed = dags_test(stack, "clickstream_deploy", env)
@@ -127,5 +138,5 @@ def test_the_yarn_example_deploys_and_restarts_as_shipped(tmp_path: Path) -> Non
             wait("the page views after the restart window", settled, 300, 5)
             assert views() == expected  # every click counted once, across the upgrade
         finally:
-            stop = [KAFKASPARK, "job", "stop", "--job", JOB_NAME, "--checkpoint", checkpoint]
+            stop = ["kafkaspark", "job", "stop", "--job", JOB_NAME, "--checkpoint", checkpoint]
             stack.on("airflow", stop, env={**env, **aws}, timeout=300)
