@@ -143,10 +143,15 @@ def _msk_iam_token(region: str, _oauthbearer_config: str) -> tuple[str, float]:
     return token, expiry_ms / 1000
 
 
+def _google_managed(servers: str) -> bool:
+    """The servers are a Google Managed Kafka cluster's (as the Kafka provider tells them)."""
+    return "managedkafka" in servers and "cloud.goog" in servers
+
+
 def _add_managed_token_callback(kafka_conn_id: str, config: dict[str, Any], servers: str) -> None:
     """A managed cluster's token callback, as the Kafka provider adds it; an explicit
     `oauth_cb` is kept."""
-    if "managedkafka" in servers and "cloud.goog" in servers:
+    if _google_managed(servers):
         try:
             from airflow.providers.google.cloud.hooks.managed_kafka import (  # type: ignore[import-not-found, unused-ignore]
                 ManagedKafkaHook,
@@ -177,7 +182,7 @@ def _token_source(extra: dict[str, Any], servers: str) -> str | None:
     `_add_managed_token_callback` picks it; None when nothing does."""
     if "oauth_cb" in extra:
         return "the extra's oauth_cb"
-    if "managedkafka" in servers and "cloud.goog" in servers:
+    if _google_managed(servers):
         return "Google Managed Kafka's token callback"
     if _MSK_BOOTSTRAP_SERVERS.search(servers):
         return "the MSK IAM token signer"
