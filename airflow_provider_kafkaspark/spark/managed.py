@@ -218,7 +218,7 @@ class ManagedQuery:
             return self._lost_lease_exit()
         if self.bad_job is not None:
             return self._finish("bad job", EXIT_BAD_JOB, describe_error(self.bad_job))
-        if error is not None and self.options.failures_final:
+        if error is not None and (self.options.failures_final or is_bad_job(error)):
             return self._finish("bad job", EXIT_BAD_JOB, describe_error(error))
         if error is not None:
             return self._finish("query failed", EXIT_FAILED, str(error)[:2000])

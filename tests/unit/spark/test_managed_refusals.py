@@ -51,15 +51,18 @@ def test_a_refused_query_is_a_bad_job_whose_report_names_the_refusal() -> None:
 
 
 class RefusedQuery:
-    """A running query whose batch Kafka refused: awaitTermination raises, as pyspark's does."""
+    """A running query whose batch Kafka refused: awaitTermination raises, as pyspark's does
+    (`active_looks`: how often the loop finds it active first; 0, it ended before the loop
+    looked, and only exception() has the failure)."""
 
-    def __init__(self) -> None:
+    def __init__(self, active_looks: int) -> None:
         self.looks = 0
+        self.active_looks = active_looks
 
     @property
     def isActive(self) -> bool:
         self.looks += 1
-        return self.looks == 1
+        return self.looks <= self.active_looks
 
     def awaitTermination(self, timeout: int) -> None:
         raise RuntimeError(SINK_REFUSED)
@@ -68,8 +71,9 @@ class RefusedQuery:
         return RuntimeError(SINK_REFUSED)
 
 
+@pytest.mark.parametrize("active_looks", [1, 0])
 def test_a_streaming_driver_ends_a_refused_query_as_a_bad_job(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, active_looks: int
 ) -> None:
     # Not a compatibility check (failures_final off): the refusal alone makes it final.
     finished: list[tuple[str, int, str]] = []
@@ -86,6 +90,6 @@ def test_a_streaming_driver_ends_a_refused_query_as_a_bad_job(
     monkeypatch.setattr(query, "_stop_requested", lambda: False)
     monkeypatch.setattr(query, "_still_holding", lambda: True)
     monkeypatch.setattr(query, "_finish", finish)
-    assert query._supervise(RefusedQuery()) == EXIT_BAD_JOB  # type: ignore[arg-type]
+    assert query._supervise(RefusedQuery(active_looks)) == EXIT_BAD_JOB  # type: ignore[arg-type]
     ((reason, _, message),) = finished
     assert reason == "bad job" and "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" in message
