@@ -369,11 +369,7 @@ class SubmitStreamingJobOperator(BaseOperator):
     def _backend(self, hook: KafkaSparkHook) -> JobBackend:
         """The deployment backend: the `spark` connection's master and deploy mode, else
         `master` on this host."""
-        from airflow_provider_kafkaspark.backends import (
-            BackendKind,
-            backend_kind,
-            deployment_backend,
-        )
+        from airflow_provider_kafkaspark.backends import BackendKind, backend_kind, make_backend
         from airflow_provider_kafkaspark.core.cluster.local_driver_policy import (
             local_driver_refusal,
         )
@@ -382,13 +378,14 @@ class SubmitStreamingJobOperator(BaseOperator):
         master, deploy_mode = self.master, None
         if self.spark_conn_id:
             master, deploy_mode = hook.spark_connection()
-        elif backend_kind(master, deploy_mode) is BackendKind.LOCAL:
+        kind = backend_kind(master, deploy_mode)
+        if kind is BackendKind.LOCAL and not self.spark_conn_id:
             refusal = local_driver_refusal(submit_host(), master, self.allow_local_driver)
             if refusal:
                 raise InvalidArgumentError(f"task {self.task_id!r}: {refusal}")
-        return deployment_backend(
+        return make_backend(
+            kind,
             master,
-            deploy_mode,
             spark_conn_id=self.spark_conn_id,
             jars=self.jars,
             kubernetes_conn_id=self.kubernetes_conn_id,
