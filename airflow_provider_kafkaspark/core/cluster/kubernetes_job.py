@@ -78,7 +78,6 @@ class DriverPodSettings:
     pull_policy: str = "IfNotPresent"
     python: str = "python3"
     node_lost_after_s: int = 300
-    labels: Mapping[str, str] = field(default_factory=dict)
     shape: DriverPodShape = field(default_factory=DriverPodShape)
 
     @classmethod
@@ -211,7 +210,7 @@ def job_manifest(
     """The Job, created suspended: its ConfigMap (code) and Secret (spec and the variables
     `env_names`) are written once it exists (they name it as their owner, so they go when it
     goes), then it is resumed."""
-    labels = {"app.kubernetes.io/managed-by": MANAGED_BY, LABEL_RUN: name, **settings.labels}
+    labels = {"app.kubernetes.io/managed-by": MANAGED_BY, LABEL_RUN: name}
     annotations = {ANNOTATION_JOB: job_name, ANNOTATION_CHECKPOINT: checkpoint}
     env: list[dict[str, Any]] = [
         _field_env("KAFKASPARK_POD_NAME", "metadata.name"),
