@@ -40,6 +40,19 @@ def example_connections(path: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def s3_compatible_aws(given: dict[str, dict[str, Any]], ours: dict[str, Any]) -> dict[str, Any]:
+    """The example's `aws` alternative for an S3-compatible store, with the keys and the
+    endpoint of `ours` (a test store's `aws` connection)."""
+    (aws,) = [
+        v
+        for k, v in given.items()
+        if k.startswith("AIRFLOW_CONN_AWS_STREAMING#") and "endpoint_url" in v.get("extra", {})
+    ]
+    aws.update(login=ours["login"], password=ours["password"])
+    aws["extra"].update(ours["extra"])
+    return aws
+
+
 def produce_clicks(bootstrap: str, minutes: range, per_minute: int) -> Counter[tuple[str, str]]:
     """Clicks in each minute of `minutes` (after BASE_MS); the views per (minute, page)."""
     producer = Producer({"bootstrap.servers": bootstrap})

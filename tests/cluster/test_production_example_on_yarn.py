@@ -29,6 +29,7 @@ from tests.production_example import (
     SINK,
     SOURCE,
     example_connections,
+    s3_compatible_aws,
 )
 
 HOSTS = ["s3", "kafka", "rm", "node1", "airflow"]
@@ -61,13 +62,7 @@ def connections(stack: BedStack, rm: str) -> dict[str, str]:
     kafka["extra"]["bootstrap.servers"] = stack.bootstrap
     spark = given["AIRFLOW_CONN_SPARK_YARN"]
     spark["extra"]["yarn_resourcemanager_webapp_address"] = f"http://{stack.addr[rm]}:8088"
-    (aws,) = [
-        v
-        for k, v in given.items()
-        if k.startswith("AIRFLOW_CONN_AWS_STREAMING#") and "endpoint_url" in v.get("extra", {})
-    ]
-    aws.update(login=stack.s3_connection["login"], password=stack.s3_connection["password"])
-    aws["extra"].update(stack.s3_connection["extra"])
+    aws = s3_compatible_aws(given, stack.s3_connection)
     chosen = {
         "AIRFLOW_CONN_KAFKA_CLICKSTREAM": kafka,
         "AIRFLOW_CONN_SPARK_YARN": spark,

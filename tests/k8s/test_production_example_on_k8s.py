@@ -32,6 +32,7 @@ from tests.production_example import (
     example_connections,
     page_views,
     produce_clicks,
+    s3_compatible_aws,
 )
 
 EXAMPLE = EXAMPLES / "kubernetes"
@@ -49,15 +50,7 @@ def substituted(
     spark["extra"]["namespace"] = NAMESPACE
     kube = given["AIRFLOW_CONN_KUBERNETES_DEFAULT"]
     kube["extra"]["kube_config_path"] = str(kubeconfig)
-    # The example's alternative for an S3-compatible store, with this one's keys and endpoint.
-    (aws,) = [
-        v
-        for k, v in given.items()
-        if k.startswith("AIRFLOW_CONN_AWS_STREAMING#") and "endpoint_url" in v.get("extra", {})
-    ]
-    ours = s3.aws_connection()
-    aws.update(login=ours["login"], password=ours["password"])
-    aws["extra"].update(ours["extra"])
+    aws = s3_compatible_aws(given, s3.aws_connection())
     chosen = {
         "AIRFLOW_CONN_KAFKA_CLICKSTREAM": kafka_conn,
         "AIRFLOW_CONN_SPARK_K8S": spark,
